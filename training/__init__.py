@@ -1,0 +1,1 @@
+"""Training: task corpora, supervised and RL fine-tuning driven by validator rewards."""

@@ -1,0 +1,1 @@
+"""Validators: the trust boundary (sandboxed execution) and all scoring of generated programs."""
