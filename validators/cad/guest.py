@@ -16,7 +16,7 @@ import cadquery as cq
 from OCP.BRepAdaptor import BRepAdaptor_Surface
 from OCP.BRepAlgoAPI import BRepAlgoAPI_Check
 
-from validators.sandbox.guest.harness import PROGRAM_FILENAME
+from validators.cad.program import compile_program
 from validators.sandbox.protocol import pack_bytes
 
 
@@ -163,7 +163,7 @@ def run_cad_script(source: str, options: dict[str, Any]) -> dict[str, Any]:
         "debug": lambda *args, **kwargs: None,
         "log": print,
     }
-    exec(compile(source, PROGRAM_FILENAME, "exec"), namespace)
+    exec(compile_program(source, options.get("parameters") or {}), namespace)
     if not shown:
         if "result" not in namespace:
             return {"problem": {"kind": "no_result", "message": "the script neither assigns "

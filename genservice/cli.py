@@ -1,0 +1,232 @@
+"""The `genservice` command line."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="genservice",
+        description="Generate, validate and export CadQuery parts and Python code.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    validate = sub.add_parser(
+        "validate",
+        help="run CadQuery scripts in the sandbox and check their geometry",
+        description="Validate CadQuery scripts. Exit 0 if all are valid, 1 if any is invalid, "
+        "2 on a usage error.",
+    )
+    validate.add_argument("paths", nargs="+", metavar="FILE", help="scripts or directories")
+    validate.add_argument("--spec", type=Path, help="JSON file: bbox_mm, volume_mm3, solids, holes…")
+    validate.add_argument("--reference", type=Path, help="reference shape (.py, .step or .stl)")
+    validate.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                          help="override a top-level parameter (repeatable)")
+    validate.add_argument("--timeout", type=float, help="seconds per script (default 10)")
+    validate.add_argument("--workers", type=int, help="parallel sandbox workers")
+    validate.add_argument("--json", action="store_true", help="print the Report as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_VALID
+    try:
+        if args.command == "validate":
+            return _validate(args)
+    except UsageError as exc:
+        print(f"genservice {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # output piped into e.g. `head`
+        sys.stderr.close()
+        return EXIT_INVALID
+    parser.error(f"unknown command {args.command}")
+    return EXIT_USAGE
+
+
+def _collect(paths: list[str]) -> list[Path]:
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*.py") if p.is_file())
+            if not found:
+                raise UsageError(f"no .py files in directory {path}")
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"no such file: {path}")
+    return files
+
+
+def _parse_params(items: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise UsageError(f"--param expects NAME=VALUE, got {item!r}")
+        params[name.strip()] = value.strip()
+    return params
+
+
+def _load_spec(path: Path | None) -> dict[str, Any] | None:
+    from validators.cad.validate import check_spec
+
+    if path is None:
+        return None
+    try:
+        spec = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read spec {path}: {exc}") from exc
+    if not isinstance(spec, dict):
+        raise UsageError("the spec must be a JSON object")
+    try:
+        return check_spec(spec)
+    except ValueError as exc:
+        raise UsageError(f"spec {path}: {exc}") from exc
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from genservice.config import load_settings
+    from validators.cad.validate import ReferenceLoadError, load_reference, validate_cad
+    from validators.report import Report
+    from validators.sandbox import Isolation, Limits, SandboxPool, SandboxUnavailable
+
+    files = _collect(args.paths)
+    params = _parse_params(args.param)
+    spec = _load_spec(args.spec)
+    try:
+        settings = load_settings()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    timeout = args.timeout if args.timeout is not None else settings.sandbox_timeout_s
+    if not (math.isfinite(timeout) and 0 < timeout <= 3600):
+        raise UsageError("--timeout must be a number of seconds in (0, 3600]")
+    if args.workers is not None and not 1 <= args.workers <= 256:
+        raise UsageError("--workers must be between 1 and 256")
+    limits = Limits(wall_s=timeout, memory_mb=settings.sandbox_memory_mb)
+    workers = min(args.workers or settings.sandbox_workers, len(files) + (args.reference is not None))
+    isolation = Isolation("none" if settings.unsafe_sandbox else "bwrap")
+    try:
+        pool = SandboxPool(size=workers, limits=limits, isolation=isolation)
+    except SandboxUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+    with pool:
+        reference = None
+        if args.reference is not None:
+            try:
+                reference = load_reference(args.reference, pool, limits)
+            except ReferenceLoadError as exc:
+                raise UsageError(str(exc)) from exc
+
+        def one(path: Path) -> Report:
+            try:
+                source = path.read_text()
+            except (OSError, UnicodeDecodeError) as exc:
+                from validators.report import Check, ErrorInfo
+
+                return Report.build(False, 0.0, {"executes": Check(0.0, False)},
+                                    ErrorInfo("read", f"cannot read {path}: {exc}"))
+            return validate_cad(source, pool, spec=spec, reference=reference,
+                                parameters=params, limits=limits)
+
+        if len(files) == 1:
+            report = one(files[0])
+            print(report.to_json(indent=2) if args.json else _render(files[0], report))
+            return EXIT_VALID if report.valid else EXIT_INVALID
+        reports = _run_many(files, one, workers, args.json)
+    if not args.json:
+        _print_summary(reports)
+    return EXIT_VALID if all(r.valid for _, r in reports) else EXIT_INVALID
+
+
+def _run_many(files: list[Path], one: Any, workers: int, as_json: bool) -> list[tuple[Path, Any]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    reports: list[tuple[Path, Any]] = []
+    progress = Progress("[progress.description]{task.description}", BarColumn(),
+                        MofNCompleteColumn(), TimeElapsedColumn(), transient=False,
+                        console=_stderr_console())
+    with progress, ThreadPoolExecutor(max_workers=workers) as threads:
+        task = progress.add_task("validating", total=len(files))
+        futures = {threads.submit(one, path): path for path in files}
+        for future in futures:  # in input order, so JSON lines come out deterministically
+            report = future.result()
+            reports.append((futures[future], report))
+            progress.advance(task)
+            if as_json:
+                print(json.dumps({"file": str(futures[future]), "report": report.to_dict()}),
+                      flush=True)
+    return reports
+
+
+def _stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _render(path: Path, report: Any) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=io.StringIO(), record=True, width=110)
+    verdict = "[bold green]VALID[/]" if report.valid else "[bold red]INVALID[/]"
+    console.print(f"{path}: {verdict}  reward {report.reward:.3f}")
+    if report.error:
+        where = f" (line {report.error.line})" if report.error.line else ""
+        console.print(f"  [red]{report.error.kind}{where}: {report.error.message}[/]")
+    table = Table("check", "passed", "score", "detail")
+    for name, check in report.checks.items():
+        detail = json.dumps(check.detail, default=str)
+        table.add_row(name, "✓" if check.passed else "✗", f"{check.score:.3f}",
+                      detail if len(detail) < 70 else detail[:67] + "...")
+    console.print(table)
+    metrics = report.metrics
+    if "volume_mm3" in metrics:
+        box = " × ".join(f"{v:.2f}" for v in metrics["bbox_mm"])
+        console.print(f"  volume {metrics['volume_mm3']:.2f} mm³   bbox {box} mm   "
+                      f"solids {metrics['solids']}   holes {metrics['holes']}")
+    if report.parameters:
+        console.print("  parameters: " + ", ".join(
+            f"{k}={v['value']!r}" for k, v in report.parameters.items()))
+    return console.export_text().rstrip()
+
+
+def _print_summary(reports: list[tuple[Path, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("file", "valid", "volume mm³", "error")
+    for path, report in reports:
+        volume = report.metrics.get("volume_mm3")
+        error = f"{report.error.kind}: {report.error.message}"[:60] if report.error else ""
+        table.add_row(str(path), "✓" if report.valid else "✗",
+                      f"{volume:.2f}" if isinstance(volume, float) else "-", error)
+    console = Console()
+    console.print(table)
+    valid = sum(1 for _, r in reports if r.valid)
+    console.print(f"{valid} valid, {len(reports) - valid} invalid, {len(reports)} in all")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

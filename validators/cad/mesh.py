@@ -1,0 +1,57 @@
+"""Host side: turn the sandbox's tessellation back into meshes and check them independently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import trimesh
+
+from validators.sandbox.protocol import unpack_bytes
+
+
+class MeshError(ValueError):
+    """The mesh in a payload is malformed."""
+
+
+def decode_mesh(data: dict[str, Any] | None) -> trimesh.Trimesh | None:
+    """A trimesh from a part's packed mesh, with coincident vertices merged; None when absent."""
+    if not data:
+        return None
+    try:
+        vertices = np.frombuffer(unpack_bytes(data["vertices"]), dtype=np.float32).reshape(-1, 3)
+        faces = np.frombuffer(unpack_bytes(data["triangles"]), dtype=np.int32).reshape(-1, 3)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise MeshError(f"malformed mesh: {exc}") from exc
+    if len(faces) and (faces.min() < 0 or faces.max() >= len(vertices)):
+        raise MeshError("mesh triangles index missing vertices")
+    if not np.isfinite(vertices).all():
+        raise MeshError("mesh has non-finite vertices")
+    mesh = trimesh.Trimesh(vertices.astype(np.float64), faces, process=False)
+    # B-rep faces are meshed separately but share their edges' points: merging joins them.
+    mesh.merge_vertices(digits_vertex=5)
+    mesh.update_faces(mesh.nondegenerate_faces())
+    mesh.remove_unreferenced_vertices()
+    return mesh
+
+
+def combine(meshes: list[trimesh.Trimesh]) -> trimesh.Trimesh | None:
+    """All parts' meshes as one (None when there are none)."""
+    meshes = [m for m in meshes if m is not None and len(m.faces)]
+    if not meshes:
+        return None
+    return meshes[0] if len(meshes) == 1 else trimesh.util.concatenate(meshes)
+
+
+def watertight_facts(mesh: trimesh.Trimesh) -> dict[str, Any]:
+    """Closed (every edge shared by exactly two triangles), consistently wound, outward normals."""
+    closed = bool(mesh.is_watertight)
+    wound = bool(mesh.is_winding_consistent)
+    volume = float(mesh.volume) if closed and wound else float("nan")
+    return {
+        "closed": closed,
+        "winding_consistent": wound,
+        "outward": bool(volume > 0) if closed and wound else False,
+        "mesh_volume_mm3": volume,
+        "triangles": len(mesh.faces),
+    }

@@ -1,0 +1,108 @@
+"""Similarity of two shapes: volumetric IoU and Chamfer distance, each with a slow reference.
+
+Normalisation (as in the text/image-to-CAD literature): each shape is translated so that the
+centre of its axis-aligned bounding box is at the origin and scaled by 1 / (its largest bbox
+extent), so both fit the unit cube [-0.5, 0.5]^3. Shapes are compared in their modelled
+orientation (no alignment search).
+
+- IoU = vol(A ∩ B) / vol(A ∪ B), exact mesh booleans with manifold3d.
+- Chamfer distance = mean over A's samples of the squared distance to B's nearest sample plus the
+  same from B to A, with 8192 area-weighted surface samples per shape; reported ×10³ as
+  `chamfer_x1000`.
+"""
+
+from __future__ import annotations
+
+import manifold3d
+import numpy as np
+import trimesh
+from scipy.spatial import cKDTree
+
+CHAMFER_SAMPLES = 8192
+
+
+def normalise(mesh: trimesh.Trimesh) -> trimesh.Trimesh:
+    """A copy centred on its bbox centre and scaled so that its largest extent is 1."""
+    low, high = mesh.bounds
+    extent = float((high - low).max())
+    if extent <= 0:
+        raise ValueError("shape has no extent")
+    out = mesh.copy()
+    out.apply_translation(-(low + high) / 2)
+    out.apply_scale(1.0 / extent)
+    return out
+
+
+def _manifold(mesh: trimesh.Trimesh) -> manifold3d.Manifold:
+    solid = manifold3d.Manifold(
+        manifold3d.Mesh(
+            vert_properties=np.asarray(mesh.vertices, dtype=np.float32),
+            tri_verts=np.asarray(mesh.faces, dtype=np.uint32),
+        )
+    )
+    if solid.status() != manifold3d.Error.NoError:
+        raise ValueError(f"mesh is not a closed manifold ({solid.status()})")
+    return solid
+
+
+def iou(a: trimesh.Trimesh, b: trimesh.Trimesh) -> float:
+    """Volumetric IoU of two normalised, closed meshes by exact booleans."""
+    ma, mb = _manifold(normalise(a)), _manifold(normalise(b))
+    inter = (ma ^ mb).volume()
+    union = ma.volume() + mb.volume() - inter
+    return float(inter / union) if union > 0 else 0.0
+
+
+def iou_by_sampling(a: trimesh.Trimesh, b: trimesh.Trimesh, samples: int = 200_000) -> float:
+    """Slow reference for `iou`: occupancy of uniform random points in the unit cube."""
+    na, nb = normalise(a), normalise(b)
+    points = np.random.default_rng(0).uniform(-0.5, 0.5, size=(samples, 3))
+    inside_a = _winding_inside(na, points)
+    inside_b = _winding_inside(nb, points)
+    union = np.count_nonzero(inside_a | inside_b)
+    return float(np.count_nonzero(inside_a & inside_b) / union) if union else 0.0
+
+
+def _winding_inside(mesh: trimesh.Trimesh, points: np.ndarray) -> np.ndarray:
+    # Generalised winding number (solid angle sum), chunked: exact for closed meshes, no ray tests.
+    tri = mesh.triangles
+    inside = np.zeros(len(points), dtype=bool)
+    for start in range(0, len(points), 2000):
+        p = points[start : start + 2000][:, None, :]
+        a, b, c = tri[None, :, 0] - p, tri[None, :, 1] - p, tri[None, :, 2] - p
+        la, lb, lc = (np.linalg.norm(v, axis=2) for v in (a, b, c))
+        det = np.einsum("ijk,ijk->ij", a, np.cross(b, c))
+        div = (
+            la * lb * lc
+            + np.einsum("ijk,ijk->ij", a, b) * lc
+            + np.einsum("ijk,ijk->ij", b, c) * la
+            + np.einsum("ijk,ijk->ij", c, a) * lb
+        )
+        winding = np.arctan2(det, div).sum(axis=1) / (2 * np.pi)
+        inside[start : start + 2000] = winding > 0.5
+    return inside
+
+
+def surface_samples(mesh: trimesh.Trimesh, count: int = CHAMFER_SAMPLES, seed: int = 0) -> np.ndarray:
+    """Area-weighted random points on the surface (deterministic for a seed)."""
+    points, _ = trimesh.sample.sample_surface(mesh, count, seed=seed)
+    return np.asarray(points)
+
+
+def chamfer(a: trimesh.Trimesh, b: trimesh.Trimesh, count: int = CHAMFER_SAMPLES) -> float:
+    """Chamfer distance of the normalised shapes (sum of both mean squared NN distances)."""
+    pa, pb = surface_samples(normalise(a), count), surface_samples(normalise(b), count, seed=1)
+    return chamfer_of_points(pa, pb)
+
+
+def chamfer_brute_force(pa: np.ndarray, pb: np.ndarray) -> float:
+    """Slow reference for the Chamfer formula on given point sets: all pairwise distances."""
+    d2 = ((pa[:, None, :] - pb[None, :, :]) ** 2).sum(axis=2)
+    return float(d2.min(axis=1).mean() + d2.min(axis=0).mean())
+
+
+def chamfer_of_points(pa: np.ndarray, pb: np.ndarray) -> float:
+    """The Chamfer formula on given point sets with a k-d tree (the fast path)."""
+    da, _ = cKDTree(pb).query(pa)
+    db, _ = cKDTree(pa).query(pb)
+    return float(np.mean(da**2) + np.mean(db**2))

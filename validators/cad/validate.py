@@ -1,0 +1,294 @@
+"""Validate a CadQuery script: run it in the sandbox, then check what it built.
+
+Checks (absent when they do not apply): `executes`, `solid`, `brep_valid`, `watertight`,
+`volume`, `bbox`, and on request `spec` (requested dimensions and feature counts) and
+`similarity` (to a reference shape that never enters the candidate's sandbox).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import trimesh
+
+from validators.cad import similarity
+from validators.cad.mesh import MeshError, combine, decode_mesh, watertight_facts
+from validators.cad.program import ProgramError, parameters_json, resolve_parameters
+from validators.report import Check, ErrorInfo, Report
+from validators.reward import composite_reward
+from validators.sandbox.limits import Limits
+from validators.sandbox.result import SandboxResult
+
+BASE_CHECKS = ("executes", "solid", "brep_valid", "watertight", "volume", "bbox")
+SPEC_KEYS = ("bbox_mm", "volume_mm3", "solids", "holes", "faces")
+
+
+class Executor(Protocol):
+    """Anything that runs a program with a named sandbox runner (the pool, or run_once)."""
+
+    def run(
+        self,
+        runner: str,
+        program: str,
+        options: dict[str, Any] | None = None,
+        limits: Limits | None = None,
+    ) -> SandboxResult: ...
+
+
+@dataclass(frozen=True)
+class CadOptions:
+    """Thresholds of the geometry checks."""
+
+    bbox_min_mm: float = 0.01
+    bbox_max_mm: float = 5000.0
+    spec_tolerance: float = 0.02  # relative, for dimensions and volume
+    spec_tolerance_mm: float = 0.05  # absolute floor for dimensions
+    iou_pass: float = 0.9
+    check_self_intersection: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 < self.bbox_min_mm < self.bbox_max_mm:
+            raise ValueError("CadOptions needs 0 < bbox_min_mm < bbox_max_mm")
+        if not 0 <= self.iou_pass <= 1:
+            raise ValueError("CadOptions.iou_pass must be in [0, 1]")
+
+
+class ReferenceLoadError(ValueError):
+    """A reference shape could not be loaded; the message says why."""
+
+
+def check_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """Validate a spec's keys and values; raise ValueError saying what to fix."""
+    unknown = set(spec) - {*SPEC_KEYS, "tolerance", "any_orientation"}
+    if unknown:
+        raise ValueError(f"unknown spec key(s) {sorted(unknown)}; allowed: {list(SPEC_KEYS)}")
+    if "bbox_mm" in spec:
+        box = spec["bbox_mm"]
+        if not (isinstance(box, list) and len(box) == 3 and all(_positive(v) for v in box)):
+            raise ValueError("spec bbox_mm must be three positive numbers [x, y, z]")
+    for key in ("volume_mm3",):
+        if key in spec and not _positive(spec[key]):
+            raise ValueError(f"spec {key} must be a positive number")
+    for key in ("solids", "holes", "faces"):
+        if key in spec and not (isinstance(spec[key], int) and spec[key] >= 0):
+            raise ValueError(f"spec {key} must be a whole number >= 0")
+    return spec
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def load_reference(path: Path, executor: Executor, limits: Limits | None = None) -> trimesh.Trimesh:
+    """A reference shape from .py (CadQuery), .step/.stp or .stl, as a closed mesh."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".stl":
+            mesh = trimesh.load_mesh(path, file_type="stl")
+            mesh.merge_vertices(digits_vertex=5)
+            return mesh
+        text = path.read_text()
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ReferenceLoadError(f"cannot read reference {path}: {exc}") from exc
+    if suffix == ".py":
+        result = executor.run("cad", text, {"check_self_intersection": False}, limits)
+    elif suffix in (".step", ".stp"):
+        result = executor.run("cad_step", text, {"check_self_intersection": False}, limits)
+    else:
+        raise ReferenceLoadError(f"reference must be .py, .step, .stp or .stl, not {suffix or path.name}")
+    if not result.ok or not result.payload or "parts" not in result.payload:
+        why = (result.error or {}).get("message") or (result.payload or {}).get("problem")
+        raise ReferenceLoadError(f"reference {path} did not build a shape: {why}")
+    mesh = combine([decode_mesh(part.get("mesh")) for part in result.payload["parts"]])
+    if mesh is None:
+        raise ReferenceLoadError(f"reference {path} has no solid")
+    return mesh
+
+
+def _failure(
+    kind: str, message: str, line: int | None, checks: dict[str, Check], metrics: dict[str, Any],
+    parameters: dict[str, Any],
+) -> Report:
+    return Report.build(
+        valid=False, reward=composite_reward(checks, valid=False), checks=checks,
+        error=ErrorInfo(kind, message, line), metrics=metrics, parameters=parameters,
+    )
+
+
+def validate_cad(
+    source: str,
+    executor: Executor,
+    *,
+    spec: dict[str, Any] | None = None,
+    reference: trimesh.Trimesh | None = None,
+    parameters: dict[str, Any] | None = None,
+    limits: Limits | None = None,
+    options: CadOptions | None = None,
+) -> Report:
+    """Run and check one CadQuery script; always returns a Report."""
+    options = options or CadOptions()
+    try:
+        values, found = resolve_parameters(source, parameters or {})
+    except ProgramError as exc:
+        checks = {"executes": Check(0.0, False, {"stage": "parse"})}
+        return _failure(exc.kind, exc.message, exc.line, checks, {}, {})
+    params = parameters_json(found)
+    result = executor.run(
+        "cad", source,
+        {"parameters": values, "check_self_intersection": options.check_self_intersection},
+        limits,
+    )
+    metrics: dict[str, Any] = {
+        "duration_s": round(result.duration_s, 4),
+        "peak_memory_mb": round(result.peak_memory_mb, 1),
+    }
+    if not result.ok or result.payload is None:
+        error = result.error or {}
+        detail = {"status": result.status.value, "stderr": result.stderr[-2000:]}
+        checks = {"executes": Check(0.0, False, detail)}
+        return _failure(
+            str(error.get("kind") or result.status.value),
+            str(error.get("message") or f"the run ended with status {result.status.value}"),
+            error.get("line"), checks, metrics, params,
+        )
+    payload = result.payload
+    if payload.get("problem"):
+        problem = payload["problem"]
+        checks = {"executes": Check(0.0, False, {"status": "no usable result"})}
+        return _failure(problem["kind"], problem["message"], None, checks, metrics, params)
+    try:
+        return _check_geometry(payload, metrics, params, spec, reference, options)
+    except (MeshError, KeyError, TypeError, ValueError) as exc:
+        checks = {"executes": Check(1.0, True, {"status": "ok"})}
+        return _failure("payload", f"the sandbox returned malformed geometry: {exc}", None,
+                        checks, metrics, params)
+
+
+def _check_geometry(
+    payload: dict[str, Any],
+    metrics: dict[str, Any],
+    params: dict[str, Any],
+    spec: dict[str, Any] | None,
+    reference: trimesh.Trimesh | None,
+    options: CadOptions,
+) -> Report:
+    parts: list[dict[str, Any]] = payload["parts"]
+    kind = payload["kind"]
+    meshes = [decode_mesh(p.get("mesh")) for p in parts]
+    checks: dict[str, Check] = {"executes": Check(1.0, True, {"status": "ok"})}
+    solids = sum(int(p["solids"]) for p in parts)
+    volume = sum(float(p["volume_mm3"]) for p in parts)
+    boxes = [p["bbox"] for p in parts if p.get("bbox")]
+    low = np.min([b[:3] for b in boxes], axis=0) if boxes else np.zeros(3)
+    high = np.max([b[3:] for b in boxes], axis=0) if boxes else np.zeros(3)
+    extents = [float(v) for v in high - low]
+    metrics.update(
+        kind=kind, volume_mm3=volume, bbox_mm=extents, solids=solids,
+        faces=sum(int(p["faces"]) for p in parts), holes=sum(int(p["holes"]) for p in parts),
+        parts=[{"name": p["name"], "solids": p["solids"], "volume_mm3": p["volume_mm3"],
+                "bbox": p["bbox"], "color": p.get("color")} for p in parts],
+    )
+
+    expected = spec.get("solids") if spec and "solids" in spec else None
+    if kind == "part":
+        solid_ok = solids == (expected if expected is not None else 1)
+        want = f"{expected if expected is not None else 1} solid(s) in a part"
+    else:
+        solid_ok = all(int(p["solids"]) >= 1 for p in parts) and (expected in (None, solids))
+        want = "at least one solid per assembly part" + (f", {expected} in all" if expected else "")
+    checks["solid"] = Check(float(solid_ok), solid_ok, {"solids": solids, "expected": want,
+                                                        "parts": len(parts)})
+    if solids == 0:
+        return _failure(
+            "no_solid",
+            "the result has no solid: it is a sketch, wire or face, or a boolean removed everything",
+            None, checks, metrics, params,
+        )
+
+    invalid = [p for p in parts if not p["valid"]]
+    checks["brep_valid"] = Check(
+        float(not invalid), not invalid,
+        {"invalid_parts": [{"name": p["name"], "reason": p["invalid_reason"]} for p in invalid]},
+    )
+    facts = [watertight_facts(m) if m is not None else None for m in meshes]
+    leaky = [p["name"] for p, f in zip(parts, facts, strict=True)
+             if f is None or not (f["closed"] and f["winding_consistent"] and f["outward"])]
+    mesh_volume = sum(f["mesh_volume_mm3"] for f in facts if f is not None)
+    metrics["mesh_volume_mm3"] = mesh_volume
+    checks["watertight"] = Check(
+        1.0 - len(leaky) / len(parts), not leaky,
+        {"leaky_parts": leaky, "triangles": sum(f["triangles"] for f in facts if f)},
+    )
+    volume_ok = math.isfinite(volume) and volume > 0 and all(
+        float(p["volume_mm3"]) > 0 for p in parts if int(p["solids"]))
+    checks["volume"] = Check(float(volume_ok), volume_ok, {"volume_mm3": volume})
+    bbox_ok = all(math.isfinite(e) and options.bbox_min_mm <= e <= options.bbox_max_mm
+                  for e in extents)
+    checks["bbox"] = Check(float(bbox_ok), bbox_ok, {
+        "bbox_mm": extents, "limits_mm": [options.bbox_min_mm, options.bbox_max_mm]})
+    geometry_ok = all(checks[name].passed for name in BASE_CHECKS)
+
+    if spec:
+        checks["spec"] = _spec_check(spec, metrics, options)
+    if reference is not None:
+        checks["similarity"] = _similarity_check(combine([m for m in meshes if m is not None]),
+                                                 reference, geometry_ok, options, metrics)
+    valid = all(check.passed for check in checks.values())
+    error = None
+    if not valid:
+        failed = [name for name, check in checks.items() if not check.passed]
+        error = ErrorInfo("check_failed", f"failed checks: {', '.join(failed)}", None)
+    return Report.build(valid, composite_reward(checks, geometry_ok), checks, error, metrics, params)
+
+
+def _spec_check(spec: dict[str, Any], metrics: dict[str, Any], options: CadOptions) -> Check:
+    tolerance = float(spec.get("tolerance", options.spec_tolerance))
+    items: dict[str, dict[str, Any]] = {}
+    if "bbox_mm" in spec:
+        want, have = list(map(float, spec["bbox_mm"])), list(metrics["bbox_mm"])
+        if spec.get("any_orientation"):
+            want, have = sorted(want), sorted(have)
+        errors = [abs(h - w) for w, h in zip(want, have, strict=True)]
+        ok = all(e <= max(tolerance * w, options.spec_tolerance_mm)
+                 for e, w in zip(errors, want, strict=True))
+        score = float(np.mean([max(0.0, 1 - e / w) for e, w in zip(errors, want, strict=True)]))
+        items["bbox_mm"] = {"requested": want, "measured": have, "ok": ok, "score": score}
+    if "volume_mm3" in spec:
+        want_v, have_v = float(spec["volume_mm3"]), float(metrics["volume_mm3"])
+        rel = abs(have_v - want_v) / want_v
+        items["volume_mm3"] = {"requested": want_v, "measured": have_v, "ok": rel <= tolerance,
+                               "score": max(0.0, 1 - rel)}
+    for key in ("solids", "holes", "faces"):
+        if key in spec:
+            want_n, have_n = int(spec[key]), int(metrics[key])
+            items[key] = {"requested": want_n, "measured": have_n, "ok": want_n == have_n,
+                          "score": 1.0 if want_n == have_n else
+                          max(0.0, 1 - abs(have_n - want_n) / max(want_n, 1))}
+    passed = all(item["ok"] for item in items.values())
+    score = float(np.mean([1.0 if i["ok"] else i["score"] for i in items.values()])) if items else 1.0
+    return Check(score, passed, {"items": items, "tolerance": tolerance})
+
+
+def _similarity_check(
+    mesh: trimesh.Trimesh | None,
+    reference: trimesh.Trimesh,
+    geometry_ok: bool,
+    options: CadOptions,
+    metrics: dict[str, Any],
+) -> Check:
+    if mesh is None or not geometry_ok:
+        return Check(0.0, False, {"reason": "the candidate has no valid closed geometry"})
+    try:
+        value = similarity.iou(mesh, reference)
+        chamfer = similarity.chamfer(mesh, reference) * 1000
+    except ValueError as exc:
+        return Check(0.0, False, {"reason": str(exc)})
+    metrics.update(iou=value, chamfer_x1000=chamfer)
+    return Check(value, value >= options.iou_pass, {
+        "iou": value, "chamfer_x1000": chamfer, "iou_pass": options.iou_pass,
+        "normalisation": "bbox centre to origin, largest extent to 1",
+    })
