@@ -29,14 +29,8 @@ hole_d = {_r(rng, 3, 8)}
 
 import cadquery as cq
 
-plate = (
-    cq.Workplane("XY")
-    .box(length, width, thickness)
-    .faces(">Z")
-    .workplane()
-    .rarray(pitch_x, pitch_y, cols, rows)
-    .hole(hole_d)
-)
+plate = cq.Workplane("XY").box(length, width, thickness)
+plate = plate.faces(">Z").workplane().rarray(pitch_x, pitch_y, cols, rows).hole(hole_d)
 """ + _finish(rng, "plate")
 
 
@@ -58,17 +52,11 @@ flange = (
     cq.Workplane("XY")
     .circle(outer_d / 2)
     .extrude(thickness)
-    .faces(">Z")
-    .workplane()
+    .faces(">Z").workplane()
     .polarArray(bolt_circle_d / 2, 0, 360, bolt_count)
     .hole(bolt_d)
-    .faces(">Z")
-    .workplane()
-    .circle(hub_d / 2)
-    .extrude(hub_h)
-    .faces(">Z")
-    .workplane()
-    .hole(bore_d)
+    .faces(">Z").workplane().circle(hub_d / 2).extrude(hub_h)
+    .faces(">Z").workplane().hole(bore_d)
 )
 """ + _finish(rng, "flange")
 
@@ -79,7 +67,7 @@ def bracket(rng: random.Random) -> str:
 leg_b = {_r(rng, 30, 70)}
 width = {_r(rng, 20, 50)}
 thickness = {t}
-bend_r = {_r(rng, 1, 2 * t)}
+bend_r = {_r(rng, 1, 1.5 * t)}
 hole_d = {_r(rng, 3, 6)}
 
 import cadquery as cq
@@ -88,20 +76,12 @@ profile = [
     (0.0, 0.0), (leg_a, 0.0), (leg_a, thickness),
     (thickness, thickness), (thickness, leg_b), (0.0, leg_b),
 ]
-bracket = (
-    cq.Workplane("XZ")
-    .polyline(profile)
-    .close()
-    .extrude(-width)
-    .edges(cq.selectors.NearestToPointSelector((thickness, width / 2, thickness)))
-    .fillet(bend_r)
-)
-holes = (
-    cq.Workplane("XY")
-    .pushPoints([(leg_a * 0.65, width / 3), (leg_a * 0.65, 2 * width / 3)])
-    .circle(hole_d / 2)
-    .extrude(thickness)
-)
+bracket = cq.Workplane("XZ").polyline(profile).close().extrude(-width)
+inner_bend = cq.selectors.NearestToPointSelector((thickness, width / 2, thickness))
+bracket = bracket.edges(inner_bend).fillet(bend_r)
+hole_x = (leg_a + thickness + bend_r) / 2
+hole_pts = [(hole_x, width / 3), (hole_x, 2 * width / 3)]
+holes = cq.Workplane("XY").pushPoints(hole_pts).circle(hole_d / 2).extrude(thickness)
 bracket = bracket.cut(holes)
 """ + _finish(rng, "bracket")
 
@@ -116,14 +96,8 @@ corner_r = {_r(rng, wall + 1, wall + 8)}
 
 import cadquery as cq
 
-enclosure = (
-    cq.Workplane("XY")
-    .box(box_l, box_w, box_h)
-    .edges("|Z")
-    .fillet(corner_r)
-    .faces(">Z")
-    .shell(-wall)
-)
+enclosure = cq.Workplane("XY").box(box_l, box_w, box_h).edges("|Z").fillet(corner_r)
+enclosure = enclosure.faces(">Z").shell(-wall)
 """ + _finish(rng, "enclosure")
 
 
@@ -161,8 +135,7 @@ duct = (
     cq.Workplane("XY")
     .rect(base_w + 10, base_h + 10)
     .extrude(flange_t)
-    .faces(">Z")
-    .workplane()
+    .faces(">Z").workplane()
     .rect(base_w, base_h)
     .workplane(offset=length)
     .circle(outlet_d / 2)
@@ -182,12 +155,8 @@ run = {_r(rng, 10, 60)}
 import cadquery as cq
 
 path = cq.Workplane("XZ").vLine(rise).tangentArcPoint((bend_r, bend_r)).hLine(run)
-tube = (
-    cq.Workplane("XY")
-    .circle(tube_od / 2)
-    .circle(tube_id / 2)
-    .sweep(path, transition="round")
-)
+section = cq.Workplane("XY").circle(tube_od / 2).circle(tube_id / 2)
+tube = section.sweep(path, transition="round")
 """ + _finish(rng, "tube")
 
 
@@ -208,8 +177,7 @@ import cadquery as cq
 block = (
     cq.Workplane("XY")
     .box(block_l, block_w, block_h)
-    .faces(">Z")
-    .workplane()
+    .faces(">Z").workplane()
     .rect(spacing_x, spacing_y, forConstruction=True)
     .vertices()
     .cboreHole(hole_d, cbore_d, cbore_depth)
@@ -217,39 +185,10 @@ block = (
 """ + _finish(rng, "block")
 
 
-_GEAR_SKETCH = """profile = (
-    cq.Sketch()
-    .circle(root_d / 2)
-    .parray(root_d / 2 + tooth_h / 2 - 0.5, 0, 360, teeth)
-    .rect(tooth_h + 1.0, tooth_w)
-    .reset()
-    .circle(bore_d / 2, mode="s")
-)
-wheel = cq.Workplane("XY").placeSketch(profile).extrude(thickness)
-"""
-
-_GEAR_WORKPLANE = """teeth_wp = (
-    cq.Workplane("XY")
-    .polarArray(root_d / 2 + tooth_h / 2 - 0.5, 0, 360, teeth)
-    .rect(tooth_h + 1.0, tooth_w)
-    .extrude(thickness)
-)
-wheel = (
-    cq.Workplane("XY")
-    .circle(root_d / 2)
-    .extrude(thickness)
-    .union(teeth_wp)
-    .faces(">Z")
-    .workplane()
-    .hole(bore_d)
-)
-"""
-
-
 def gear(rng: random.Random) -> str:
     root_d = _r(rng, 30, 90)
     return f"""root_d = {root_d}
-teeth = {rng.randint(8, 24)}
+teeth = {rng.randint(8, 18)}
 tooth_h = {_r(rng, 2, 6)}
 tooth_w = {_r(rng, 1.5, min(6.0, 2.2 * root_d / 24))}
 thickness = {_r(rng, 4, 15)}
@@ -257,7 +196,15 @@ bore_d = {_r(rng, 4, 0.3 * root_d)}
 
 import cadquery as cq
 
-""" + (_GEAR_SKETCH if rng.random() < 0.5 else _GEAR_WORKPLANE) + _finish(rng, "wheel")
+teeth_wp = (
+    cq.Workplane("XY")
+    .polarArray(root_d / 2 + tooth_h / 2 - 0.5, 0, 360, teeth)
+    .rect(tooth_h + 1.0, tooth_w)
+    .extrude(thickness)
+)
+wheel = cq.Workplane("XY").circle(root_d / 2).extrude(thickness).union(teeth_wp)
+wheel = wheel.faces(">Z").workplane().hole(bore_d)
+""" + _finish(rng, "wheel")
 
 
 def assembly(rng: random.Random) -> str:
@@ -292,18 +239,8 @@ assy = (
     return src + ")\n\nresult = assy\n"
 
 
-FAMILIES: dict[str, Callable[[random.Random], str]] = {
-    "plate": plate,
-    "flange": flange,
-    "bracket": bracket,
-    "shelled_box": shelled_box,
-    "pulley": pulley,
-    "loft": loft,
-    "pipe": pipe,
-    "cbore_block": cbore_block,
-    "gear": gear,
-    "assembly": assembly,
-}
+_FUNCS = (plate, flange, bracket, shelled_box, pulley, loft, pipe, cbore_block, gear, assembly)
+FAMILIES: dict[str, Callable[[random.Random], str]] = {f.__name__: f for f in _FUNCS}
 
 
 def corpus(n: int = 120, seed: int = 0) -> list[tuple[str, str]]:

@@ -91,6 +91,7 @@ def bwrap_command(python_args: list[str]) -> list[str]:
         *_interpreter_mounts(),
         "--ro-bind", str(PACKAGE_DIR), f"{GUEST_ROOT}/validators",
         "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        "--remount-ro", "/", "--remount-ro", "/dev",  # only /tmp is writable
         "--chdir", "/tmp",
         "--clearenv",
         "--setenv", "PATH", "/usr/bin:/bin",

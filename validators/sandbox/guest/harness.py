@@ -99,8 +99,9 @@ def child_main(job: dict[str, Any], run_dir: str, result_fd: int, out_fd: int, e
         os.setsid()
         _isolate_descriptors(out_fd, err_fd, result_fd)
         sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the process's own stdin
-        sys.stdout = open(1, "w", closefd=False, errors="replace")  # noqa: SIM115
-        sys.stderr = open(2, "w", closefd=False, errors="replace")  # noqa: SIM115
+        # Line-buffered, so what was printed before a timeout or crash is not lost.
+        sys.stdout = open(1, "w", buffering=1, closefd=False, errors="replace")  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, closefd=False, errors="replace")  # noqa: SIM115
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(signum, signal.SIG_DFL)
         os.chdir(run_dir)

@@ -114,10 +114,21 @@ def _reap_all() -> None:
             time.sleep(0.001)
 
 
-def _tmp_used(run_dir: str, baseline: int) -> int:
-    if os.getpid() == 1:  # private tmpfs: statvfs is exact and costs nothing
-        st = os.statvfs(run_dir)
-        return (st.f_blocks - st.f_bfree) * st.f_frsize - baseline
+SANDBOX_WRITABLE = ("/tmp", "/dev", "/dev/shm")  # bubblewrap's tmpfs mounts: all that can be written
+
+
+def _writable_dirs() -> list[str]:
+    return [d for d in SANDBOX_WRITABLE if os.path.isdir(d)] if os.getpid() == 1 else []
+
+
+def _disk_used(run_dir: str) -> int:
+    """Bytes the sandbox's writable filesystems hold (only the run's directory in unsafe mode)."""
+    if os.getpid() == 1:  # private tmpfs mounts: statvfs is exact and costs nothing
+        seen: dict[int, int] = {}
+        for directory in _writable_dirs():
+            st = os.statvfs(directory)
+            seen[os.stat(directory).st_dev] = (st.f_blocks - st.f_bfree) * st.f_frsize
+        return sum(seen.values())
     total = 0
     for root, _dirs, files in os.walk(run_dir):
         for name in files:
@@ -126,6 +137,24 @@ def _tmp_used(run_dir: str, baseline: int) -> int:
             except OSError:
                 pass
     return total
+
+
+def _snapshot() -> dict[str, set[str]]:
+    return {d: set(os.listdir(d)) for d in _writable_dirs()}
+
+
+def _restore(snapshot: dict[str, set[str]]) -> None:
+    """Delete whatever a run added to the writable mounts, so nothing reaches the next run."""
+    for directory, before in snapshot.items():
+        for name in set(os.listdir(directory)) - before:
+            path = os.path.join(directory, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
 
 
 def _verdict_for_signal(signum: int, limits: dict[str, Any], cpu_used: float) -> tuple[str, str]:
@@ -142,8 +171,9 @@ def _verdict_for_signal(signum: int, limits: dict[str, Any], cpu_used: float) ->
 def supervise(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job in a fresh forked child and return the reply message."""
     limits = job["limits"]
+    snapshot = _snapshot()
     run_dir = tempfile.mkdtemp(prefix="run-", dir=tempfile.gettempdir())
-    baseline = _tmp_used(run_dir, 0) if os.getpid() == 1 else 0
+    baseline = _disk_used(run_dir)
     result_r, result_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -179,7 +209,7 @@ def supervise(job: dict[str, Any]) -> dict[str, Any]:
         exited = pidfd in ready
         if streams["result"].truncated:
             verdict = ("error", f"the result was larger than {limits['payload_mb']} MB")
-        elif _tmp_used(run_dir, baseline) > int(limits["tmp_mb"]) * 1024 * 1024:
+        elif _disk_used(run_dir) - baseline > int(limits["tmp_mb"]) * 1024 * 1024:
             verdict = ("killed", f"the program wrote more than {limits['tmp_mb']} MB to disk")
         elif time.monotonic() >= deadline and not exited:
             verdict = ("timeout", f"the program ran longer than {limits['wall_s']:g} s")
@@ -199,6 +229,7 @@ def supervise(job: dict[str, Any]) -> dict[str, Any]:
     if verdict is None and streams["result"].truncated:
         verdict = ("error", f"the result was larger than {limits['payload_mb']} MB")
     shutil.rmtree(run_dir, ignore_errors=True)
+    _restore(snapshot)
     reply: dict[str, Any] = {
         "duration_s": duration,
         "peak_memory_mb": usage.ru_maxrss / 1024,
