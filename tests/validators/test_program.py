@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import traceback
+from types import CodeType
 
 import pytest
 
@@ -19,7 +20,7 @@ from validators.cad.program import (
 )
 from validators.sandbox import SandboxPool
 
-DISCOVERY = '''\
+DISCOVERY = """\
 width = 40.0
 count = 4
 through = True
@@ -47,7 +48,7 @@ if count:
     conditional = 2.0
 for i in range(2):
     looped = 1
-'''
+"""
 
 
 def test_top_level_constants_are_parameters_with_type_and_line() -> None:
@@ -77,12 +78,13 @@ def test_parameters_json_lists_value_type_and_line() -> None:
     }
 
 
-def _line_of_failure(code: object) -> int:
+def _line_of_failure(code: CodeType) -> int | None:
     namespace: dict = {}
     with pytest.raises(ZeroDivisionError) as info:
         exec(code, namespace)
-    frames = [f for f in traceback.extract_tb(info.value.__traceback__)
-              if f.filename == PROGRAM_FILENAME]
+    frames = [
+        f for f in traceback.extract_tb(info.value.__traceback__) if f.filename == PROGRAM_FILENAME
+    ]
     assert frames, "the traceback does not name the program"
     return frames[-1].lineno
 
@@ -108,8 +110,12 @@ def test_overrides_keep_the_line_numbers_of_the_source() -> None:
 
 def test_override_values_are_what_the_script_sees() -> None:
     namespace: dict = {}
-    exec(compile_program("width = 4.0\nhalf = width / 2\nlabel: str = 'a'\n",
-                         {"width": 10.0, "label": "b"}), namespace)
+    exec(
+        compile_program(
+            "width = 4.0\nhalf = width / 2\nlabel: str = 'a'\n", {"width": 10.0, "label": "b"}
+        ),
+        namespace,
+    )
     assert (namespace["width"], namespace["half"], namespace["label"]) == (10.0, 5.0, "b")
 
 
@@ -140,7 +146,9 @@ def test_runtime_error_after_an_override_reports_the_source_line_in_the_sandbox(
         ("v = 'a'\n", "12", "12"),
     ],
 )
-def test_overrides_are_coerced_to_the_parameter_type(source: str, raw: object, expected: object) -> None:
+def test_overrides_are_coerced_to_the_parameter_type(
+    source: str, raw: object, expected: object
+) -> None:
     values, found = resolve_parameters(source, {"v": raw})
     assert values["v"] == expected
     assert type(values["v"]) is type(expected)
@@ -149,8 +157,13 @@ def test_overrides_are_coerced_to_the_parameter_type(source: str, raw: object, e
 
 @pytest.mark.parametrize(
     ("source", "raw"),
-    [("v = 1\n", "2.5"), ("v = 1\n", "ten"), ("v = 1.0\n", "wide"), ("v = True\n", "maybe"),
-     ("v = 1.0\n", None)],
+    [
+        ("v = 1\n", "2.5"),
+        ("v = 1\n", "ten"),
+        ("v = 1.0\n", "wide"),
+        ("v = True\n", "maybe"),
+        ("v = 1.0\n", None),
+    ],
 )
 def test_an_override_of_the_wrong_type_is_a_parameter_error(source: str, raw: object) -> None:
     with pytest.raises(ProgramError) as info:
@@ -162,8 +175,15 @@ def test_an_override_of_the_wrong_type_is_a_parameter_error(source: str, raw: ob
 
 @pytest.mark.parametrize(
     ("source", "raw"),
-    [("v = 1.0\n", "nan"), ("v = 1.0\n", "inf"), ("v = 1.0\n", "-inf"),
-     ("v = 1.0\n", math.nan), ("v = 1.0\n", math.inf), ("v = 1\n", "nan"), ("v = 1\n", "inf")],
+    [
+        ("v = 1.0\n", "nan"),
+        ("v = 1.0\n", "inf"),
+        ("v = 1.0\n", "-inf"),
+        ("v = 1.0\n", math.nan),
+        ("v = 1.0\n", math.inf),
+        ("v = 1\n", "nan"),
+        ("v = 1\n", "inf"),
+    ],
 )
 def test_non_finite_numbers_are_rejected(source: str, raw: object) -> None:
     with pytest.raises(ProgramError) as info:

@@ -19,8 +19,11 @@ def _report() -> Report:
         reward=0.4,
         checks={
             "executes": Check(1.0, True, {"status": "ok"}),
-            "spec": Check(0.25, False, {"items": {"holes": {"requested": 4, "measured": 3}},
-                                        "values": [1.5, 2]}),
+            "spec": Check(
+                0.25,
+                False,
+                {"items": {"holes": {"requested": 4, "measured": 3}}, "values": [1.5, 2]},
+            ),
         },
         error=ErrorInfo("check_failed", "failed checks: spec", 7),
         metrics={"volume_mm3": 123.5, "bbox_mm": [1.0, 2.0, 3.0], "kind": "part", "solids": 1},
@@ -61,15 +64,27 @@ def test_report_reward_is_clamped(reward: float, expected: float) -> None:
 
 def test_non_finite_metrics_become_null_in_json() -> None:
     report = Report.build(
-        True, 1.0, {"volume": Check(1.0, True, {"volume_mm3": math.inf})},
-        metrics={"iou": math.nan, "chamfer": -math.inf, "box": [1.0, math.inf],
-                 "nested": {"x": np.float32("nan"), "y": np.float64(2.5)}, "n": np.int64(3)},
+        True,
+        1.0,
+        {"volume": Check(1.0, True, {"volume_mm3": math.inf})},
+        metrics={
+            "iou": math.nan,
+            "chamfer": -math.inf,
+            "box": [1.0, math.inf],
+            "nested": {"x": np.float32("nan"), "y": np.float64(2.5)},
+            "n": np.int64(3),
+        },
         parameters={"p": {"value": math.nan}},
     )
     text = report.to_json()  # strict JSON: NaN/Infinity would raise here
     data = json.loads(text)
-    assert data["metrics"] == {"iou": None, "chamfer": None, "box": [1.0, None],
-                               "nested": {"x": None, "y": 2.5}, "n": 3}
+    assert data["metrics"] == {
+        "iou": None,
+        "chamfer": None,
+        "box": [1.0, None],
+        "nested": {"x": None, "y": 2.5},
+        "n": 3,
+    }
     assert data["checks"]["volume"]["detail"] == {"volume_mm3": None}
     assert data["parameters"] == {"p": {"value": None}}
 

@@ -13,7 +13,9 @@ from validators.cad import similarity
 CYLINDER_SECTIONS = 32
 
 
-def _box(x: float, y: float, z: float, at: tuple[float, float, float] = (0, 0, 0)) -> trimesh.Trimesh:
+def _box(
+    x: float, y: float, z: float, at: tuple[float, float, float] = (0, 0, 0)
+) -> trimesh.Trimesh:
     mesh = trimesh.creation.box(extents=(x, y, z))
     mesh.apply_translation(at)
     return mesh

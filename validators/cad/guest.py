@@ -14,10 +14,21 @@ from typing import Any
 
 import cadquery as cq
 from OCP.BRepAdaptor import BRepAdaptor_Surface
+from OCP.BRep import BRep_Tool
 from OCP.BRepAlgoAPI import BRepAlgoAPI_Check
+from OCP.BRepMesh import BRepMesh_IncrementalMesh
+from OCP.OSD import OSD_ThreadPool
+from OCP.TopAbs import TopAbs_REVERSED
+from OCP.TopLoc import TopLoc_Location
 
 from validators.cad.program import compile_program
 from validators.sandbox.protocol import pack_bytes
+
+
+# OCCT's shared thread pool must not start in the warm worker: a forked child would wait forever
+# on threads that fork did not copy. One thread (the caller's) keeps every operation in-line;
+# the pool runs one program per worker and per core anyway.
+OSD_ThreadPool.DefaultPool_s(1)
 
 
 class ResultProblem(Exception):
@@ -93,13 +104,32 @@ def _hole_axes(shape: cq.Shape) -> set[tuple[float, ...]]:
     return axes
 
 
-def _mesh(shape: cq.Shape, options: dict[str, Any]) -> dict[str, Any]:
-    box = shape.BoundingBox()
+def _mesh(shape: cq.Shape, box: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """Triangles of every face, in model coordinates, wound outward."""
     tolerance = options.get("mesh_tolerance") or max(1e-3, 1e-3 * box.DiagonalLength)
-    vertices, triangles = shape.tessellate(tolerance, options.get("angular_tolerance", 0.2))
-    flat = array("f", (c for v in vertices for c in (v.x, v.y, v.z)))
-    tris = array("i", (i for t in triangles for i in t))
-    return {"vertices": pack_bytes(flat.tobytes()), "triangles": pack_bytes(tris.tobytes())}
+    # Serial meshing, for the same reason as the one-thread pool above.
+    angular = options.get("angular_tolerance", 0.2)
+    BRepMesh_IncrementalMesh(shape.wrapped, tolerance, False, angular, False)
+    coords, indices = array("f"), array("i")
+    offset = 0
+    for face in shape.Faces():
+        location = TopLoc_Location()
+        triangulation = BRep_Tool.Triangulation_s(face.wrapped, location)
+        if triangulation is None:
+            continue
+        transform = location.Transformation()
+        count = triangulation.NbNodes()
+        for i in range(1, count + 1):
+            point = triangulation.Node(i).Transformed(transform)
+            coords.extend((point.X(), point.Y(), point.Z()))
+        reverse = face.wrapped.Orientation() == TopAbs_REVERSED
+        for i in range(1, triangulation.NbTriangles() + 1):
+            a, b, c = triangulation.Triangle(i).Get()
+            if reverse:
+                b, c = c, b
+            indices.extend((a - 1 + offset, b - 1 + offset, c - 1 + offset))
+        offset += count
+    return {"vertices": pack_bytes(coords.tobytes()), "triangles": pack_bytes(indices.tobytes())}
 
 
 def _self_intersection_free(shape: cq.Shape) -> bool:
@@ -136,7 +166,7 @@ def describe_part(part: dict[str, Any], options: dict[str, Any]) -> dict[str, An
         info["valid"], info["invalid_reason"] = False, "the bounding box is not finite"
         return info
     info["holes"] = len(set().union(*(_hole_axes(s) for s in solids)))
-    info["mesh"] = _mesh(compound, options)
+    info["mesh"] = _mesh(compound, box, options)
     return info
 
 
@@ -182,3 +212,30 @@ def load_step_file(source: str, options: dict[str, Any]) -> dict[str, Any]:
         handle.write(source)
     shape = cq.importers.importStep(path)
     return describe([(shape, "reference")], options)
+
+
+WARM_UP_SCRIPT = """
+import cadquery as cq
+base = cq.Workplane("XY").box(40, 30, 10).edges("|Z").fillet(2).faces(">Z").workplane()
+base = base.rarray(20, 10, 2, 2).cboreHole(3, 6, 2).faces("<Z").chamfer(0.5)
+ring = cq.Workplane("XZ").polyline([(5, 0), (10, 0), (10, 5), (5, 5)]).close().revolve(360)
+disc = cq.Workplane().circle(20).extrude(3).faces(">Z").workplane().polarArray(12, 0, 360, 6)
+disc = disc.hole(2)
+loft = cq.Workplane().rect(10, 10).workplane(offset=10).circle(4).loft()
+path = cq.Workplane("XZ").spline([(0, 0), (5, 5), (10, 5)])
+pipe = cq.Workplane("XY").circle(1).sweep(path)
+box = cq.Workplane().box(20, 20, 20).faces(">Z").shell(-1)
+sk = cq.Workplane().placeSketch(cq.Sketch().rect(20, 10).vertices().fillet(2)).extrude(2)
+assy = cq.Assembly().add(base, name="base").add(ring, name="ring", loc=cq.Location((0, 0, 20)))
+show_object(assy)
+show_object(disc.union(loft).union(pipe).union(box).union(sk))
+"""
+
+
+def warm_up() -> None:
+    """Run a representative script once, so that forked runs inherit warm caches.
+
+    OCCT and cadquery initialise a great deal lazily on first use; done here, in the worker,
+    before it forks, a run pays only for its own modelling.
+    """
+    run_cad_script(WARM_UP_SCRIPT, {})

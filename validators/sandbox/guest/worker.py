@@ -286,8 +286,10 @@ def main(argv: list[str] | None = None) -> None:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of a run come back to us to be killed
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_DFL)
-    for module in filter(None, args.preload.split(",")):
-        importlib.import_module(module)
+    for name in filter(None, args.preload.split(",")):
+        module = importlib.import_module(name)
+        if hasattr(module, "warm_up") and not args.once:  # a single run gains nothing from it
+            module.warm_up()
     gc.collect()
     gc.freeze()  # forked children then share the heap instead of copying it on first touch
     write_message(proto_out, {"ready": True, "pid": os.getpid()})
