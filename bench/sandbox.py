@@ -26,8 +26,13 @@ from validators.sandbox import Limits, SandboxPool, SandboxResult, Status, run_o
 class OneShot:
     """One fresh sandboxed interpreter per run."""
 
-    def run(self, runner: str, program: str, options: dict[str, Any] | None = None,
-            limits: Limits | None = None) -> SandboxResult:
+    def run(
+        self,
+        runner: str,
+        program: str,
+        options: dict[str, Any] | None = None,
+        limits: Limits | None = None,
+    ) -> SandboxResult:
         return run_once(runner, program, options, limits)
 
 
@@ -39,14 +44,22 @@ class InProcess:
 
         self.guest = guest
 
-    def run(self, runner: str, program: str, options: dict[str, Any] | None = None,
-            limits: Limits | None = None) -> SandboxResult:
+    def run(
+        self,
+        runner: str,
+        program: str,
+        options: dict[str, Any] | None = None,
+        limits: Limits | None = None,
+    ) -> SandboxResult:
         started = time.monotonic()
         try:
             payload = self.guest.run_cad_script(program, options or {})
         except Exception as exc:
-            return SandboxResult(Status.ERROR, time.monotonic() - started,
-                                 error={"kind": "exception", "message": str(exc), "line": None})
+            return SandboxResult(
+                Status.ERROR,
+                time.monotonic() - started,
+                error={"kind": "exception", "message": str(exc), "line": None},
+            )
         return SandboxResult(Status.OK, time.monotonic() - started, payload=payload)
 
 
@@ -76,9 +89,11 @@ def main() -> None:
                 volumes[way_name].append(float(report.metrics.get("volume_mm3", 0.0)))
     rate = {name: len(scripts) / s for name, s in seconds.items()}
     disagreements = sum(
-        1 for i in range(len(scripts))
+        1
+        for i in range(len(scripts))
         if len({verdicts[w][i] for w in seconds}) > 1
-        or max(abs(volumes[w][i] - volumes["floor"][i]) for w in seconds) > 1e-6 * max(1.0, volumes["floor"][i])
+        or max(abs(volumes[w][i] - volumes["floor"][i]) for w in seconds)
+        > 1e-6 * max(1.0, volumes["floor"][i])
     )
     result = {
         "scripts": len(scripts),
@@ -92,7 +107,9 @@ def main() -> None:
     for name in ("floor", "pool", "one-shot"):
         print(f"  {name:9s} {rate[name]:8.2f} scripts/s   ({seconds[name]:.1f} s)")
     print(f"  pool is {result['pool_speedup_vs_one_shot']:.1f}x faster than one-shot (goal >= 15x)")
-    print(f"  pool is {result['pool_slowdown_vs_floor']:.2f}x the unsafe floor's time (goal <= 1.5x)")
+    print(
+        f"  pool is {result['pool_slowdown_vs_floor']:.2f}x the unsafe floor's time (goal <= 1.5x)"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
 

@@ -32,10 +32,17 @@ def build_parser() -> argparse.ArgumentParser:
         "2 on a usage error.",
     )
     validate.add_argument("paths", nargs="+", metavar="FILE", help="scripts or directories")
-    validate.add_argument("--spec", type=Path, help="JSON file: bbox_mm, volume_mm3, solids, holes…")
+    validate.add_argument(
+        "--spec", type=Path, help="JSON file: bbox_mm, volume_mm3, solids, holes…"
+    )
     validate.add_argument("--reference", type=Path, help="reference shape (.py, .step or .stl)")
-    validate.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                          help="override a top-level parameter (repeatable)")
+    validate.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a top-level parameter (repeatable)",
+    )
     validate.add_argument("--timeout", type=float, help="seconds per script (default 10)")
     validate.add_argument("--workers", type=int, help="parallel sandbox workers")
     validate.add_argument("--json", action="store_true", help="print the Report as JSON")
@@ -124,7 +131,9 @@ def _validate(args: argparse.Namespace) -> int:
     if args.workers is not None and not 1 <= args.workers <= 256:
         raise UsageError("--workers must be between 1 and 256")
     limits = Limits(wall_s=timeout, memory_mb=settings.sandbox_memory_mb)
-    workers = min(args.workers or settings.sandbox_workers, len(files) + (args.reference is not None))
+    workers = min(
+        args.workers or settings.sandbox_workers, len(files) + (args.reference is not None)
+    )
     isolation = Isolation("none" if settings.unsafe_sandbox else "bwrap")
     try:
         pool = SandboxPool(size=workers, limits=limits, isolation=isolation)
@@ -144,10 +153,15 @@ def _validate(args: argparse.Namespace) -> int:
             except (OSError, UnicodeDecodeError) as exc:
                 from validators.report import Check, ErrorInfo
 
-                return Report.build(False, 0.0, {"executes": Check(0.0, False)},
-                                    ErrorInfo("read", f"cannot read {path}: {exc}"))
-            return validate_cad(source, pool, spec=spec, reference=reference,
-                                parameters=params, limits=limits)
+                return Report.build(
+                    False,
+                    0.0,
+                    {"executes": Check(0.0, False)},
+                    ErrorInfo("read", f"cannot read {path}: {exc}"),
+                )
+            return validate_cad(
+                source, pool, spec=spec, reference=reference, parameters=params, limits=limits
+            )
 
         if len(files) == 1:
             report = one(files[0])
@@ -163,9 +177,14 @@ def _run_many(files: list[Path], one: Any, workers: int, as_json: bool) -> list[
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     reports: list[tuple[Path, Any]] = []
-    progress = Progress("[progress.description]{task.description}", BarColumn(),
-                        MofNCompleteColumn(), TimeElapsedColumn(), transient=False,
-                        console=_stderr_console())
+    progress = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=False,
+        console=_stderr_console(),
+    )
     with progress, ThreadPoolExecutor(max_workers=workers) as threads:
         task = progress.add_task("validating", total=len(files))
         futures = {threads.submit(one, path): path for path in files}
@@ -174,8 +193,10 @@ def _run_many(files: list[Path], one: Any, workers: int, as_json: bool) -> list[
             reports.append((futures[future], report))
             progress.advance(task)
             if as_json:
-                print(json.dumps({"file": str(futures[future]), "report": report.to_dict()}),
-                      flush=True)
+                print(
+                    json.dumps({"file": str(futures[future]), "report": report.to_dict()}),
+                    flush=True,
+                )
     return reports
 
 
@@ -198,17 +219,25 @@ def _render(path: Path, report: Any) -> str:
     table = Table("check", "passed", "score", "detail")
     for name, check in report.checks.items():
         detail = json.dumps(check.detail, default=str)
-        table.add_row(name, "✓" if check.passed else "✗", f"{check.score:.3f}",
-                      detail if len(detail) < 70 else detail[:67] + "...")
+        table.add_row(
+            name,
+            "✓" if check.passed else "✗",
+            f"{check.score:.3f}",
+            detail if len(detail) < 70 else detail[:67] + "...",
+        )
     console.print(table)
     metrics = report.metrics
     if "volume_mm3" in metrics:
         box = " × ".join(f"{v:.2f}" for v in metrics["bbox_mm"])
-        console.print(f"  volume {metrics['volume_mm3']:.2f} mm³   bbox {box} mm   "
-                      f"solids {metrics['solids']}   holes {metrics['holes']}")
+        console.print(
+            f"  volume {metrics['volume_mm3']:.2f} mm³   bbox {box} mm   "
+            f"solids {metrics['solids']}   holes {metrics['holes']}"
+        )
     if report.parameters:
-        console.print("  parameters: " + ", ".join(
-            f"{k}={v['value']!r}" for k, v in report.parameters.items()))
+        console.print(
+            "  parameters: "
+            + ", ".join(f"{k}={v['value']!r}" for k, v in report.parameters.items())
+        )
     return console.export_text().rstrip()
 
 
@@ -220,8 +249,12 @@ def _print_summary(reports: list[tuple[Path, Any]]) -> None:
     for path, report in reports:
         volume = report.metrics.get("volume_mm3")
         error = f"{report.error.kind}: {report.error.message}"[:60] if report.error else ""
-        table.add_row(str(path), "✓" if report.valid else "✗",
-                      f"{volume:.2f}" if isinstance(volume, float) else "-", error)
+        table.add_row(
+            str(path),
+            "✓" if report.valid else "✗",
+            f"{volume:.2f}" if isinstance(volume, float) else "-",
+            error,
+        )
     console = Console()
     console.print(table)
     valid = sum(1 for _, r in reports if r.valid)

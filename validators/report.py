@@ -1,4 +1,4 @@
-"""The one result type of every validator: a frozen, JSON-serialisable Report (never an exception)."""
+"""The one result type of every validator: a frozen, JSON-serialisable Report."""
 
 from __future__ import annotations
 

@@ -63,7 +63,9 @@ def runs(
     try:
         for name, process in started.items():
             stdout, stderr = process.communicate(timeout=120)
-            done[name] = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+            done[name] = subprocess.CompletedProcess(
+                process.args, process.returncode, stdout, stderr
+            )
     finally:
         for process in started.values():
             if process.poll() is None:

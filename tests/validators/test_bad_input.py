@@ -83,8 +83,11 @@ def test_empty_result_after_boolean(guarded: SandboxPool) -> None:
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_non_finite_parameter_is_rejected(guarded: SandboxPool, value: str) -> None:
-    report = invalid(guarded, "size = 10.0\nimport cadquery as cq\nresult = cq.Workplane().box(size, 1, 1)\n",
-                     parameters={"size": value})
+    report = invalid(
+        guarded,
+        "size = 10.0\nimport cadquery as cq\nresult = cq.Workplane().box(size, 1, 1)\n",
+        parameters={"size": value},
+    )
     assert report.error and report.error.kind == "parameter" and "finite" in report.error.message
 
 
@@ -103,18 +106,15 @@ def test_sleeping_forever_times_out(guarded: SandboxPool) -> None:
 
 
 def test_memory_bomb(guarded: SandboxPool) -> None:
-    report = invalid(guarded, "blocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))\n")
+    report = invalid(
+        guarded, "blocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))\n"
+    )
     assert report.error and report.error.kind == "memory"
 
 
 def test_fork_bomb(guarded: SandboxPool) -> None:
     source = (
-        "import os\n"
-        "while True:\n"
-        "    try:\n"
-        "        os.fork()\n"
-        "    except OSError:\n"
-        "        pass\n"
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     )
     report = invalid(guarded, source)
     assert report.error and report.error.kind in ("timeout", "exit", "exception", "killed")
@@ -154,8 +154,9 @@ def test_filling_the_temp_dir_with_many_files(guarded: SandboxPool) -> None:
 
 
 def test_huge_output_is_capped(guarded: SandboxPool) -> None:
-    result = guarded.run("python", "import sys\nfor _ in range(2000):\n    print('x' * 10000)\n",
-                         limits=LIMITS)
+    result = guarded.run(
+        "python", "import sys\nfor _ in range(2000):\n    print('x' * 10000)\n", limits=LIMITS
+    )
     assert result.ok and result.stdout_truncated
     assert len(result.stdout.encode()) <= LIMITS.output_bytes
     report = invalid(guarded, "for _ in range(5000):\n    print('y' * 10000)\nresult = 1\n")
@@ -163,8 +164,15 @@ def test_huge_output_is_capped(guarded: SandboxPool) -> None:
 
 
 @pytest.mark.parametrize(
-    "target", ["/usr/evil.txt", "/etc/evil.txt", "/work/genservice-evil.txt", "/dev/evil.txt",
-               str(os.path.expanduser("~/genservice-evil.txt")), "/var/tmp/evil.txt"]
+    "target",
+    [
+        "/usr/evil.txt",
+        "/etc/evil.txt",
+        "/work/genservice-evil.txt",
+        "/dev/evil.txt",
+        str(os.path.expanduser("~/genservice-evil.txt")),
+        "/var/tmp/evil.txt",
+    ],
 )
 def test_writes_outside_the_temp_dir_fail(guarded: SandboxPool, target: str) -> None:
     report = invalid(guarded, f"open({target!r}, 'w').write('pwned')\n")
@@ -172,12 +180,19 @@ def test_writes_outside_the_temp_dir_fail(guarded: SandboxPool, target: str) -> 
     assert not os.path.exists(target)
 
 
-def test_reads_of_host_files_fail(guarded: SandboxPool, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_reads_of_host_files_fail(
+    guarded: SandboxPool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     secret = tmp_path_factory.mktemp("host") / "secret.txt"
     secret.write_text("host-secret-123")
     project_file = os.path.join(os.path.dirname(__file__), "test_bad_input.py")
-    for path in (str(secret), project_file, os.path.expanduser("~/.bashrc"), "/etc/passwd",
-                 "/etc/shadow"):
+    for path in (
+        str(secret),
+        project_file,
+        os.path.expanduser("~/.bashrc"),
+        "/etc/passwd",
+        "/etc/shadow",
+    ):
         result = guarded.run("python", f"print(open({path!r}).read())\n", limits=LIMITS)
         assert result.status.value == "error", path
         assert "FileNotFoundError" in (result.error or {}).get("message", ""), path
@@ -190,7 +205,8 @@ def test_host_environment_is_invisible(monkeypatch: pytest.MonkeyPatch) -> None:
         result = fresh.run(
             "python",
             "import os\nprint(dict(os.environ))\nprint(open('/proc/self/environ').read())\n"
-            "try:\n    print(open('/proc/1/environ').read())\nexcept OSError as exc:\n    print(exc)\n",
+            "try:\n    print(open('/proc/1/environ').read())\n"
+            "except OSError as exc:\n    print(exc)\n",
             limits=LIMITS,
         )
     assert result.ok, result.error
@@ -198,8 +214,9 @@ def test_host_environment_is_invisible(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "GENSERVICE_TEST_SECRET" not in result.stdout
 
 
-@pytest.mark.parametrize("address", [("127.0.0.1", 5432), ("127.0.0.1", 6379), ("::1", 5432),
-                                     ("93.184.216.34", 80)])
+@pytest.mark.parametrize(
+    "address", [("127.0.0.1", 5432), ("127.0.0.1", 6379), ("::1", 5432), ("93.184.216.34", 80)]
+)
 def test_network_is_unreachable(guarded: SandboxPool, address: tuple[str, int]) -> None:
     source = f"import socket\nsocket.create_connection({address!r}, timeout=2)\n"
     report = invalid(guarded, source)
@@ -216,8 +233,7 @@ def test_killing_the_parent_does_not_hurt_the_worker(guarded: SandboxPool) -> No
         "        try:\n"
         "            os.kill(pid, sig)\n"
         "        except OSError:\n"
-        "            pass\n"
-        + GOOD
+        "            pass\n" + GOOD
     )
     report = validate_cad(source, guarded, limits=LIMITS)
     assert report.valid, report.error
@@ -230,8 +246,10 @@ def test_segfault_through_ctypes(guarded: SandboxPool) -> None:
 
 
 def test_ignoring_sigterm_does_not_help(guarded: SandboxPool) -> None:
-    report = invalid(guarded, "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-                              "while True:\n    pass\n")
+    report = invalid(
+        guarded,
+        "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass\n",
+    )
     assert report.error and report.error.kind == "timeout"
 
 
@@ -248,19 +266,26 @@ def test_processes_cannot_outlive_the_run(guarded: SandboxPool) -> None:
     invalid(guarded, source)  # the fixture checks that nothing is left in the sandbox
 
 
-@pytest.mark.parametrize("exit_call", ["import sys; sys.exit(0)", "import os; os._exit(0)",
-                                       "raise SystemExit(0)"])
+@pytest.mark.parametrize(
+    "exit_call", ["import sys; sys.exit(0)", "import os; os._exit(0)", "raise SystemExit(0)"]
+)
 def test_exiting_early_is_not_success(guarded: SandboxPool, exit_call: str) -> None:
-    report = invalid(guarded, f"{exit_call}\nimport cadquery as cq\nresult = cq.Workplane().box(1, 1, 1)\n")
+    report = invalid(
+        guarded, f"{exit_call}\nimport cadquery as cq\nresult = cq.Workplane().box(1, 1, 1)\n"
+    )
     assert report.error and report.error.kind == "exit"
 
 
 def test_nothing_leaks_from_one_run_to_the_next(guarded: SandboxPool) -> None:
-    writer = ("import os\nopen('/tmp/left-behind', 'w').write('x')\nos.mkdir('/tmp/dir')\n"
-              "os.environ['LEAK'] = '1'\nimport builtins\nbuiltins.LEAK = 1\n")
+    writer = (
+        "import os\nopen('/tmp/left-behind', 'w').write('x')\nos.mkdir('/tmp/dir')\n"
+        "os.environ['LEAK'] = '1'\nimport builtins\nbuiltins.LEAK = 1\n"
+    )
     assert guarded.run("python", writer, limits=LIMITS).ok
-    reader = ("import os, builtins\nprint(os.path.exists('/tmp/left-behind'), "
-              "os.path.exists('/tmp/dir'), 'LEAK' in os.environ, hasattr(builtins, 'LEAK'))\n")
+    reader = (
+        "import os, builtins\nprint(os.path.exists('/tmp/left-behind'), "
+        "os.path.exists('/tmp/dir'), 'LEAK' in os.environ, hasattr(builtins, 'LEAK'))\n"
+    )
     for _ in range(guarded.size):  # whichever worker served the writer
         result = guarded.run("python", reader, limits=LIMITS)
         assert result.ok and result.stdout.split() == ["False"] * 4

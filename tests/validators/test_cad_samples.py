@@ -29,8 +29,18 @@ def test_sample_is_valid_with_the_right_geometry(pool: SandboxPool, path: Path) 
 
 def test_samples_cover_the_modelling_operations() -> None:
     text = "\n".join(p.read_text() for p in sample_scripts())
-    for operation in ("revolve(", "loft(", "sweep(", "shell(", "fillet(", "chamfer(", "cboreHole(",
-                      "polarArray(", "show_object(", "cq.Assembly("):
+    for operation in (
+        "revolve(",
+        "loft(",
+        "sweep(",
+        "shell(",
+        "fillet(",
+        "chamfer(",
+        "cboreHole(",
+        "polarArray(",
+        "show_object(",
+        "cq.Assembly(",
+    ):
         assert operation in text, operation
 
 

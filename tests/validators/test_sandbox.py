@@ -55,7 +55,12 @@ def test_result_carries_status_duration_memory_and_output(pool: SandboxPool) -> 
 
 
 def test_bad_code_never_raises(pool: SandboxPool) -> None:
-    for source in ["def (", "raise KeyboardInterrupt", "raise SystemExit(3)", "import os; os.abort()"]:
+    for source in [
+        "def (",
+        "raise KeyboardInterrupt",
+        "raise SystemExit(3)",
+        "import os; os.abort()",
+    ]:
         result = pool.run("python", source, limits=Limits(wall_s=2))
         assert result.status in (Status.ERROR, Status.KILLED)
         assert result.error and result.error["message"]
@@ -86,8 +91,9 @@ def test_unsafe_mode_runs_but_warns_loudly(capsys: pytest.CaptureFixture[str]) -
     with pytest.warns(RuntimeWarning, match="UNSAFE"):
         unsafe = SandboxPool(size=1, preload=(), isolation=Isolation("none"))
     with unsafe:
-        result = unsafe.run("python", "print(6 * 7)\nwhile True:\n    pass\n",
-                            limits=Limits(wall_s=1))
+        result = unsafe.run(
+            "python", "print(6 * 7)\nwhile True:\n    pass\n", limits=Limits(wall_s=1)
+        )
     assert result.status is Status.TIMEOUT and result.stdout == "42\n"
     assert "UNSAFE" in capsys.readouterr().err
 
@@ -99,3 +105,63 @@ def test_limits_are_checked() -> None:
         Limits(memory_mb=0)
     with pytest.raises(ValueError, match="isolation mode"):
         Isolation("docker")
+
+
+def test_sandbox_dies_with_its_parent() -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.validators.hostile import _children, _pid_namespace
+
+    host = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from validators.sandbox import SandboxPool\n"
+            "pool = SandboxPool(size=1, preload=())\n"
+            "print(pool.run('python', 'import os; print(os.getpid())').stdout.strip(), flush=True)\n"
+            "print('ready', flush=True)\n"
+            "import time; time.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert host.stdout is not None
+    assert host.stdout.readline().strip() == "2"  # the run: PID 2 under its worker, PID 1
+    assert host.stdout.readline().strip() == "ready"
+    tree, frontier = [], [host.pid]
+    while frontier:
+        kids = _children(frontier.pop())
+        tree += kids
+        frontier += kids
+    sandbox_ns = {_pid_namespace(p) for p in tree} - {_pid_namespace(os.getpid()), None}
+    before = {
+        p for p in os.listdir("/proc") if p.isdigit() and _pid_namespace(int(p)) in sandbox_ns
+    }
+    assert before, "the sandbox's processes should be visible from the host"
+    host.send_signal(signal.SIGKILL)
+    host.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        alive = {p for p in before if os.path.exists(f"/proc/{p}")}
+        if not alive:
+            break
+        time.sleep(0.1)
+    assert not alive, "sandbox processes outlived the process that started them"
+
+
+def test_a_worker_killed_from_outside_is_replaced() -> None:
+    import os
+
+    with SandboxPool(size=1, preload=()) as small:
+        (victim,) = small.worker_pids()
+        os.killpg(victim, 9)
+        result = small.run("python", "print('still serving')")
+        if not result.ok:  # the run that met the dead worker fails cleanly; the next one works
+            assert result.status is Status.SANDBOX_ERROR
+            result = small.run("python", "print('still serving')")
+        assert result.ok and result.stdout == "still serving\n"
+        assert small.worker_pids() != [victim]

@@ -1,1 +1,1 @@
-"""CadQuery validation: run a script in the sandbox, check its geometry, compare it to a reference."""
+"""CadQuery validation: run a script in the sandbox, check its geometry, compare to a reference."""

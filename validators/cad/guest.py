@@ -13,8 +13,8 @@ from array import array
 from typing import Any
 
 import cadquery as cq
-from OCP.BRepAdaptor import BRepAdaptor_Surface
 from OCP.BRep import BRep_Tool
+from OCP.BRepAdaptor import BRepAdaptor_Surface
 from OCP.BRepAlgoAPI import BRepAlgoAPI_Check
 from OCP.BRepMesh import BRepMesh_IncrementalMesh
 from OCP.OSD import OSD_ThreadPool
@@ -23,7 +23,6 @@ from OCP.TopLoc import TopLoc_Location
 
 from validators.cad.program import compile_program
 from validators.sandbox.protocol import pack_bytes
-
 
 # OCCT's shared thread pool must not start in the warm worker: a forked child would wait forever
 # on threads that fork did not copy. One thread (the caller's) keeps every operation in-line;
@@ -196,8 +195,12 @@ def run_cad_script(source: str, options: dict[str, Any]) -> dict[str, Any]:
     exec(compile_program(source, options.get("parameters") or {}), namespace)
     if not shown:
         if "result" not in namespace:
-            return {"problem": {"kind": "no_result", "message": "the script neither assigns "
-                                "`result` nor calls show_object(...)"}}
+            return {
+                "problem": {
+                    "kind": "no_result",
+                    "message": "the script neither assigns `result` nor calls show_object(...)",
+                }
+            }
         shown = [(namespace["result"], None)]
     try:
         return describe(shown, options)

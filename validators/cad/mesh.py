@@ -35,12 +35,16 @@ def decode_mesh(data: dict[str, Any] | None) -> trimesh.Trimesh | None:
     return mesh
 
 
-def combine(meshes: list[trimesh.Trimesh]) -> trimesh.Trimesh | None:
+def combine(meshes: list[trimesh.Trimesh | None]) -> trimesh.Trimesh | None:
     """All parts' meshes as one (None when there are none)."""
-    meshes = [m for m in meshes if m is not None and len(m.faces)]
-    if not meshes:
+    present = [m for m in meshes if m is not None and len(m.faces)]
+    if not present:
         return None
-    return meshes[0] if len(meshes) == 1 else trimesh.util.concatenate(meshes)
+    if len(present) == 1:
+        return present[0]
+    joined = trimesh.util.concatenate(present)
+    assert isinstance(joined, trimesh.Trimesh)
+    return joined
 
 
 def watertight_facts(mesh: trimesh.Trimesh) -> dict[str, Any]:

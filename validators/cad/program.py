@@ -125,7 +125,7 @@ def resolve_parameters(
 
 
 def compile_program(source: str, values: dict[str, ParamValue]) -> CodeType:
-    """Compile the script with parameter values substituted; line numbers stay those of the source."""
+    """Compile the script with parameter values substituted, keeping the source's line numbers."""
     tree = ast.parse(source, filename=PROGRAM_FILENAME)
     if values:
         for node in tree.body:
@@ -136,12 +136,10 @@ def compile_program(source: str, values: dict[str, ParamValue]) -> CodeType:
             else:
                 continue
             if isinstance(target, ast.Name) and target.id in values:
-                node.value = ast.copy_location(ast.Constant(values[target.id]), node.value)
+                node.value = ast.copy_location(ast.Constant(values[target.id]), node)
     return compile(tree, PROGRAM_FILENAME, "exec")
 
 
 def parameters_json(parameters: dict[str, Parameter]) -> dict[str, Any]:
     """Parameters as listed in a Report: value, type and line."""
-    return {
-        p.name: {"value": p.value, "type": p.type, "line": p.line} for p in parameters.values()
-    }
+    return {p.name: {"value": p.value, "type": p.type, "line": p.line} for p in parameters.values()}

@@ -83,7 +83,9 @@ def _winding_inside(mesh: trimesh.Trimesh, points: np.ndarray) -> np.ndarray:
     return inside
 
 
-def surface_samples(mesh: trimesh.Trimesh, count: int = CHAMFER_SAMPLES, seed: int = 0) -> np.ndarray:
+def surface_samples(
+    mesh: trimesh.Trimesh, count: int = CHAMFER_SAMPLES, seed: int = 0
+) -> np.ndarray:
     """Area-weighted random points on the surface (deterministic for a seed)."""
     points, _ = trimesh.sample.sample_surface(mesh, count, seed=seed)
     return np.asarray(points)

@@ -80,7 +80,12 @@ def check_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
 
 
 def load_reference(path: Path, executor: Executor, limits: Limits | None = None) -> trimesh.Trimesh:
@@ -99,23 +104,33 @@ def load_reference(path: Path, executor: Executor, limits: Limits | None = None)
     elif suffix in (".step", ".stp"):
         result = executor.run("cad_step", text, {"check_self_intersection": False}, limits)
     else:
-        raise ReferenceLoadError(f"reference must be .py, .step, .stp or .stl, not {suffix or path.name}")
+        raise ReferenceLoadError(
+            f"reference must be .py, .step, .stp or .stl, not {suffix or path.name}"
+        )
     if not result.ok or not result.payload or "parts" not in result.payload:
         why = (result.error or {}).get("message") or (result.payload or {}).get("problem")
         raise ReferenceLoadError(f"reference {path} did not build a shape: {why}")
-    mesh = combine([decode_mesh(part.get("mesh")) for part in result.payload["parts"]])
-    if mesh is None:
+    combined = combine([decode_mesh(part.get("mesh")) for part in result.payload["parts"]])
+    if combined is None:
         raise ReferenceLoadError(f"reference {path} has no solid")
-    return mesh
+    return combined
 
 
 def _failure(
-    kind: str, message: str, line: int | None, checks: dict[str, Check], metrics: dict[str, Any],
+    kind: str,
+    message: str,
+    line: int | None,
+    checks: dict[str, Check],
+    metrics: dict[str, Any],
     parameters: dict[str, Any],
 ) -> Report:
     return Report.build(
-        valid=False, reward=composite_reward(checks, valid=False), checks=checks,
-        error=ErrorInfo(kind, message, line), metrics=metrics, parameters=parameters,
+        valid=False,
+        reward=composite_reward(checks, valid=False),
+        checks=checks,
+        error=ErrorInfo(kind, message, line),
+        metrics=metrics,
+        parameters=parameters,
     )
 
 
@@ -138,7 +153,8 @@ def validate_cad(
         return _failure(exc.kind, exc.message, exc.line, checks, {}, {})
     params = parameters_json(found)
     result = executor.run(
-        "cad", source,
+        "cad",
+        source,
         {"parameters": values, "check_self_intersection": options.check_self_intersection},
         limits,
     )
@@ -153,7 +169,10 @@ def validate_cad(
         return _failure(
             str(error.get("kind") or result.status.value),
             str(error.get("message") or f"the run ended with status {result.status.value}"),
-            error.get("line"), checks, metrics, params,
+            error.get("line"),
+            checks,
+            metrics,
+            params,
         )
     payload = result.payload
     if payload.get("problem"):
@@ -164,8 +183,14 @@ def validate_cad(
         return _check_geometry(payload, metrics, params, spec, reference, options)
     except (MeshError, KeyError, TypeError, ValueError) as exc:
         checks = {"executes": Check(1.0, True, {"status": "ok"})}
-        return _failure("payload", f"the sandbox returned malformed geometry: {exc}", None,
-                        checks, metrics, params)
+        return _failure(
+            "payload",
+            f"the sandbox returned malformed geometry: {exc}",
+            None,
+            checks,
+            metrics,
+            params,
+        )
 
 
 def _check_geometry(
@@ -187,10 +212,22 @@ def _check_geometry(
     high = np.max([b[3:] for b in boxes], axis=0) if boxes else np.zeros(3)
     extents = [float(v) for v in high - low]
     metrics.update(
-        kind=kind, volume_mm3=volume, bbox_mm=extents, solids=solids,
-        faces=sum(int(p["faces"]) for p in parts), holes=sum(int(p["holes"]) for p in parts),
-        parts=[{"name": p["name"], "solids": p["solids"], "volume_mm3": p["volume_mm3"],
-                "bbox": p["bbox"], "color": p.get("color")} for p in parts],
+        kind=kind,
+        volume_mm3=volume,
+        bbox_mm=extents,
+        solids=solids,
+        faces=sum(int(p["faces"]) for p in parts),
+        holes=sum(int(p["holes"]) for p in parts),
+        parts=[
+            {
+                "name": p["name"],
+                "solids": p["solids"],
+                "volume_mm3": p["volume_mm3"],
+                "bbox": p["bbox"],
+                "color": p.get("color"),
+            }
+            for p in parts
+        ],
     )
 
     expected = spec.get("solids") if spec and "solids" in spec else None
@@ -200,49 +237,69 @@ def _check_geometry(
     else:
         solid_ok = all(int(p["solids"]) >= 1 for p in parts) and (expected in (None, solids))
         want = "at least one solid per assembly part" + (f", {expected} in all" if expected else "")
-    checks["solid"] = Check(float(solid_ok), solid_ok, {"solids": solids, "expected": want,
-                                                        "parts": len(parts)})
+    checks["solid"] = Check(
+        float(solid_ok), solid_ok, {"solids": solids, "expected": want, "parts": len(parts)}
+    )
     if solids == 0:
         return _failure(
             "no_solid",
-            "the result has no solid: it is a sketch, wire or face, or a boolean removed everything",
-            None, checks, metrics, params,
+            "the result has no solid: it is a sketch, wire or face, "
+            "or a boolean removed everything",
+            None,
+            checks,
+            metrics,
+            params,
         )
 
     invalid = [p for p in parts if not p["valid"]]
     checks["brep_valid"] = Check(
-        float(not invalid), not invalid,
+        float(not invalid),
+        not invalid,
         {"invalid_parts": [{"name": p["name"], "reason": p["invalid_reason"]} for p in invalid]},
     )
     facts = [watertight_facts(m) if m is not None else None for m in meshes]
-    leaky = [p["name"] for p, f in zip(parts, facts, strict=True)
-             if f is None or not (f["closed"] and f["winding_consistent"] and f["outward"])]
+    leaky = [
+        p["name"]
+        for p, f in zip(parts, facts, strict=True)
+        if f is None or not (f["closed"] and f["winding_consistent"] and f["outward"])
+    ]
     mesh_volume = sum(f["mesh_volume_mm3"] for f in facts if f is not None)
     metrics["mesh_volume_mm3"] = mesh_volume
     checks["watertight"] = Check(
-        1.0 - len(leaky) / len(parts), not leaky,
+        1.0 - len(leaky) / len(parts),
+        not leaky,
         {"leaky_parts": leaky, "triangles": sum(f["triangles"] for f in facts if f)},
     )
-    volume_ok = math.isfinite(volume) and volume > 0 and all(
-        float(p["volume_mm3"]) > 0 for p in parts if int(p["solids"]))
+    volume_ok = (
+        math.isfinite(volume)
+        and volume > 0
+        and all(float(p["volume_mm3"]) > 0 for p in parts if int(p["solids"]))
+    )
     checks["volume"] = Check(float(volume_ok), volume_ok, {"volume_mm3": volume})
-    bbox_ok = all(math.isfinite(e) and options.bbox_min_mm <= e <= options.bbox_max_mm
-                  for e in extents)
-    checks["bbox"] = Check(float(bbox_ok), bbox_ok, {
-        "bbox_mm": extents, "limits_mm": [options.bbox_min_mm, options.bbox_max_mm]})
+    bbox_ok = all(
+        math.isfinite(e) and options.bbox_min_mm <= e <= options.bbox_max_mm for e in extents
+    )
+    checks["bbox"] = Check(
+        float(bbox_ok),
+        bbox_ok,
+        {"bbox_mm": extents, "limits_mm": [options.bbox_min_mm, options.bbox_max_mm]},
+    )
     geometry_ok = all(checks[name].passed for name in BASE_CHECKS)
 
     if spec:
         checks["spec"] = _spec_check(spec, metrics, options)
     if reference is not None:
-        checks["similarity"] = _similarity_check(combine([m for m in meshes if m is not None]),
-                                                 reference, geometry_ok, options, metrics)
+        checks["similarity"] = _similarity_check(
+            combine([m for m in meshes if m is not None]), reference, geometry_ok, options, metrics
+        )
     valid = all(check.passed for check in checks.values())
     error = None
     if not valid:
         failed = [name for name, check in checks.items() if not check.passed]
         error = ErrorInfo("check_failed", f"failed checks: {', '.join(failed)}", None)
-    return Report.build(valid, composite_reward(checks, geometry_ok), checks, error, metrics, params)
+    return Report.build(
+        valid, composite_reward(checks, geometry_ok), checks, error, metrics, params
+    )
 
 
 def _spec_check(spec: dict[str, Any], metrics: dict[str, Any], options: CadOptions) -> Check:
@@ -253,23 +310,36 @@ def _spec_check(spec: dict[str, Any], metrics: dict[str, Any], options: CadOptio
         if spec.get("any_orientation"):
             want, have = sorted(want), sorted(have)
         errors = [abs(h - w) for w, h in zip(want, have, strict=True)]
-        ok = all(e <= max(tolerance * w, options.spec_tolerance_mm)
-                 for e, w in zip(errors, want, strict=True))
+        ok = all(
+            e <= max(tolerance * w, options.spec_tolerance_mm)
+            for e, w in zip(errors, want, strict=True)
+        )
         score = float(np.mean([max(0.0, 1 - e / w) for e, w in zip(errors, want, strict=True)]))
         items["bbox_mm"] = {"requested": want, "measured": have, "ok": ok, "score": score}
     if "volume_mm3" in spec:
         want_v, have_v = float(spec["volume_mm3"]), float(metrics["volume_mm3"])
         rel = abs(have_v - want_v) / want_v
-        items["volume_mm3"] = {"requested": want_v, "measured": have_v, "ok": rel <= tolerance,
-                               "score": max(0.0, 1 - rel)}
+        items["volume_mm3"] = {
+            "requested": want_v,
+            "measured": have_v,
+            "ok": rel <= tolerance,
+            "score": max(0.0, 1 - rel),
+        }
     for key in ("solids", "holes", "faces"):
         if key in spec:
             want_n, have_n = int(spec[key]), int(metrics[key])
-            items[key] = {"requested": want_n, "measured": have_n, "ok": want_n == have_n,
-                          "score": 1.0 if want_n == have_n else
-                          max(0.0, 1 - abs(have_n - want_n) / max(want_n, 1))}
+            items[key] = {
+                "requested": want_n,
+                "measured": have_n,
+                "ok": want_n == have_n,
+                "score": 1.0
+                if want_n == have_n
+                else max(0.0, 1 - abs(have_n - want_n) / max(want_n, 1)),
+            }
     passed = all(item["ok"] for item in items.values())
-    score = float(np.mean([1.0 if i["ok"] else i["score"] for i in items.values()])) if items else 1.0
+    score = (
+        float(np.mean([1.0 if i["ok"] else i["score"] for i in items.values()])) if items else 1.0
+    )
     return Check(score, passed, {"items": items, "tolerance": tolerance})
 
 
@@ -288,7 +358,13 @@ def _similarity_check(
     except ValueError as exc:
         return Check(0.0, False, {"reason": str(exc)})
     metrics.update(iou=value, chamfer_x1000=chamfer)
-    return Check(value, value >= options.iou_pass, {
-        "iou": value, "chamfer_x1000": chamfer, "iou_pass": options.iou_pass,
-        "normalisation": "bbox centre to origin, largest extent to 1",
-    })
+    return Check(
+        value,
+        value >= options.iou_pass,
+        {
+            "iou": value,
+            "chamfer_x1000": chamfer,
+            "iou_pass": options.iou_pass,
+            "normalisation": "bbox centre to origin, largest extent to 1",
+        },
+    )

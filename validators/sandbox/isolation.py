@@ -104,10 +104,13 @@ def bwrap_command(python_args: list[str]) -> list[str]:
     ]  # fmt: skip
 
 
-def guest_python_args(entry: str) -> list[str]:
-    """Interpreter arguments that run `entry` (module:function) with the guest package on the path."""
+def _python_args(entry: str, package_root: str) -> list[str]:
+    """Interpreter arguments that call `entry` (module:function) with package_root on the path."""
     module, _, function = entry.partition(":")
-    code = f"import sys; sys.path.insert(0, {GUEST_ROOT!r}); from {module} import {function}; {function}()"
+    code = (
+        f"import sys; sys.path.insert(0, {package_root!r}); "
+        f"from {module} import {function}; {function}()"
+    )
     return ["-c", code]
 
 
@@ -115,10 +118,9 @@ def worker_command(isolation: Isolation, worker_args: list[str]) -> list[str]:
     """Command that starts one worker with the given isolation."""
     entry = "validators.sandbox.guest.worker:main"
     if isolation.safe:
-        return bwrap_command([*guest_python_args(entry), *worker_args])
-    module, _, function = entry.partition(":")
-    code = f"import sys; sys.path.insert(0, {str(PACKAGE_DIR.parent)!r}); from {module} import {function}; {function}()"
-    return [sys.executable, "-I", "-B", "-c", code, *worker_args]
+        return bwrap_command([*_python_args(entry, GUEST_ROOT), *worker_args])
+    python_args = _python_args(entry, str(PACKAGE_DIR.parent))
+    return [sys.executable, "-I", "-B", *python_args, *worker_args]
 
 
 @functools.cache
@@ -126,9 +128,11 @@ def probe() -> str | None:
     """None when bubblewrap isolation works here, else the reason it does not."""
     if shutil.which("bwrap") is None:
         return "bubblewrap is not installed (Debian: apt-get install bubblewrap)"
-    check = "import socket, os; s = socket.socket(); s.settimeout(1)\n" \
-            "try:\n s.connect(('127.0.0.1', 9)); print('net')\nexcept OSError: print('nonet')\n" \
-            "print(os.getpid(), os.getuid())"
+    check = (
+        "import socket, os; s = socket.socket(); s.settimeout(1)\n"
+        "try:\n s.connect(('127.0.0.1', 9)); print('net')\nexcept OSError: print('nonet')\n"
+        "print(os.getpid(), os.getuid())"
+    )
     try:
         done = subprocess.run(
             bwrap_command(["-c", check]), capture_output=True, text=True, timeout=30

@@ -125,13 +125,22 @@ class Worker:
         self.group.remove()
 
 
-def _job(runner: str, program: str, options: dict[str, Any] | None, limits: Limits) -> dict[str, Any]:
-    return {"runner": runner, "program": program, "options": options or {}, "limits": limits.to_dict()}
+def _job(
+    runner: str, program: str, options: dict[str, Any] | None, limits: Limits
+) -> dict[str, Any]:
+    return {
+        "runner": runner,
+        "program": program,
+        "options": options or {},
+        "limits": limits.to_dict(),
+    }
 
 
 def _exchange(worker: Worker, job: dict[str, Any], limits: Limits, started: float) -> SandboxResult:
     deadline = time.monotonic() + limits.wall_s + REPLY_GRACE_S
-    reply = worker.request(job, deadline, limit=(limits.payload_mb << 20) + 4 * limits.output_bytes + (1 << 20))
+    reply = worker.request(
+        job, deadline, limit=(limits.payload_mb << 20) + 4 * limits.output_bytes + (1 << 20)
+    )
     result = SandboxResult.from_reply(reply)
     if result.status is Status.SANDBOX_ERROR and not result.error:
         return sandbox_failure("the sandbox worker failed", time.monotonic() - started)
@@ -202,6 +211,9 @@ class SandboxPool:
     @contextlib.contextmanager
     def _checkout(self) -> Iterator[Worker]:
         worker = self._idle.get()
+        while not worker.alive():  # died while idle (killed from outside): replace, take another
+            self._replace(worker)
+            worker = self._idle.get()
         healthy = True
         try:
             yield worker

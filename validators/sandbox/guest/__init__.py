@@ -1,1 +1,1 @@
-"""Code that runs inside the sandbox. Stdlib only at import time: the warm worker preloads the rest."""
+"""Code that runs inside the sandbox; stdlib only at import time (the worker preloads the rest)."""

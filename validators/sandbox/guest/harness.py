@@ -125,7 +125,8 @@ def child_main(job: dict[str, Any], run_dir: str, result_fd: int, out_fd: int, e
             "status": "memory",
             "error": {
                 "kind": "memory",
-                "message": f"the program exceeded its memory limit of {job['limits']['memory_mb']} MB",
+                "message": "the program exceeded its memory limit of "
+                f"{job['limits']['memory_mb']} MB",
                 "line": None,
             },
         }

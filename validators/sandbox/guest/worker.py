@@ -114,7 +114,11 @@ def _reap_all() -> None:
             time.sleep(0.001)
 
 
-SANDBOX_WRITABLE = ("/tmp", "/dev", "/dev/shm")  # bubblewrap's tmpfs mounts: all that can be written
+SANDBOX_WRITABLE = (
+    "/tmp",
+    "/dev",
+    "/dev/shm",
+)  # bubblewrap's tmpfs mounts: all that can be written
 
 
 def _writable_dirs() -> list[str]:
@@ -181,7 +185,8 @@ def supervise(job: dict[str, Any]) -> dict[str, Any]:
     pid = os.fork()
     if pid == 0:
         try:
-            os.close(result_r), os.close(out_r), os.close(err_r)
+            for fd in (result_r, out_r, err_r):
+                os.close(fd)
             harness.child_main(job, run_dir, result_w, out_w, err_w)
         finally:
             os._exit(70)
@@ -306,7 +311,10 @@ def main(argv: list[str] | None = None) -> None:
         except OSError as exc:  # e.g. fork failed: the run never started
             reply = {
                 "status": "sandbox_error",
-                "error": {"kind": "sandbox", "message": f"{errno.errorcode.get(exc.errno or 0, '')} {exc}"},
+                "error": {
+                    "kind": "sandbox",
+                    "message": f"{errno.errorcode.get(exc.errno or 0, '')} {exc}",
+                },
             }
         write_message(proto_out, reply)
         if args.once:
