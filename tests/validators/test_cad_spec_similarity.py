@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import trimesh
 
@@ -170,19 +171,7 @@ def test_a_different_shape_scores_clearly_lower(pool: SandboxPool, tmp_path: Pat
 
 @pytest.mark.parametrize(
     "name",
-    [
-        "missing.py",
-        "missing.step",
-        pytest.param(
-            "missing.stl",
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=AttributeError,
-                reason="bug: trimesh.load_mesh(<missing path>, file_type='stl') raises "
-                "AttributeError, which load_reference does not turn into ReferenceLoadError",
-            ),
-        ),
-    ],
+    ["missing.py", "missing.step", "missing.stl"],
 )
 def test_a_missing_reference_is_a_reference_load_error(
     pool: SandboxPool, tmp_path: Path, name: str
@@ -227,3 +216,33 @@ def test_a_parameter_override_changes_the_geometry(pool: SandboxPool) -> None:
     assert report.valid, report.error
     assert report.metrics["volume_mm3"] == pytest.approx(40 * 30 * 5, rel=1e-4)
     assert report.parameters["height"] == {"value": 5.0, "type": "float", "line": 3}
+
+
+def test_broken_stl_references_are_refused_or_repaired(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.stl"
+    empty.write_bytes(b"")
+    with pytest.raises(ReferenceLoadError):
+        load_reference(empty, None)  # type: ignore[arg-type]  # STL never needs the sandbox
+    open_box = trimesh.creation.box((10, 10, 10))
+    open_box.update_faces(np.arange(len(open_box.faces) - 1))
+    leaky = tmp_path / "open.stl"
+    open_box.export(leaky)
+    with pytest.raises(ReferenceLoadError, match="closed"):
+        load_reference(leaky, None)  # type: ignore[arg-type]
+    inverted = trimesh.creation.box((10, 10, 10))
+    inverted.invert()
+    inside_out = tmp_path / "inverted.stl"
+    inverted.export(inside_out)
+    assert load_reference(inside_out, None).volume == pytest.approx(1000.0)  # type: ignore[arg-type]
+
+
+def test_check_spec_rejects_bad_tolerance_and_flags() -> None:
+    for bad in (
+        {"tolerance": "abc"},
+        {"tolerance": -0.1},
+        {"tolerance": float("nan")},
+        {"any_orientation": "no"},
+        {"solids": True},
+    ):
+        with pytest.raises(ValueError):
+            check_spec(bad)

@@ -122,7 +122,8 @@ def test_sandbox_dies_with_its_parent() -> None:
             "-c",
             "from validators.sandbox import SandboxPool\n"
             "pool = SandboxPool(size=1, preload=())\n"
-            "print(pool.run('python', 'import os; print(os.getpid())').stdout.strip(), flush=True)\n"
+            "pid = pool.run('python', 'import os; print(os.getpid())').stdout.strip()\n"
+            "print(pid, flush=True)\n"
             "print('ready', flush=True)\n"
             "import time; time.sleep(600)\n",
         ],

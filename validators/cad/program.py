@@ -86,7 +86,12 @@ def coerce(parameter: Parameter, raw: Any) -> ParamValue:
                 return lowered in ("true", "1", "yes")
             return bool(raw)
         if parameter.type == "int":
-            number = float(raw)
+            if isinstance(raw, int) and not isinstance(raw, bool):
+                return raw
+            text = str(raw).strip()
+            if text.lstrip("+-").isdigit():
+                return int(text)  # exact, however large
+            number = float(text)
             if not number.is_integer():
                 raise ValueError(raw)
             return int(number)
@@ -94,7 +99,9 @@ def coerce(parameter: Parameter, raw: Any) -> ParamValue:
             value = float(raw)
             if not math.isfinite(value):
                 raise ProgramError(
-                    "parameter", f"parameter {parameter.name} must be a finite number, got {raw!r}"
+                    "parameter",
+                    f"parameter {parameter.name} must be a finite number, got {raw!r}",
+                    parameter.line,
                 )
             return value
         return str(raw)
@@ -135,7 +142,13 @@ def compile_program(source: str, values: dict[str, ParamValue]) -> CodeType:
                 target = node.target
             else:
                 continue
-            if isinstance(target, ast.Name) and target.id in values:
+            # Only constant assignments are parameters; `x = x + 1` keeps its meaning.
+            if (
+                isinstance(target, ast.Name)
+                and target.id in values
+                and node.value is not None
+                and _constant(node.value) is not None
+            ):
                 node.value = ast.copy_location(ast.Constant(values[target.id]), node)
     return compile(tree, PROGRAM_FILENAME, "exec")
 

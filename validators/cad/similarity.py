@@ -34,6 +34,9 @@ def normalise(mesh: trimesh.Trimesh) -> trimesh.Trimesh:
 
 
 def _manifold(mesh: trimesh.Trimesh) -> manifold3d.Manifold:
+    if mesh.volume < 0:  # inside-out: booleans would give negative volumes
+        mesh = mesh.copy()
+        mesh.invert()
     solid = manifold3d.Manifold(
         manifold3d.Mesh(
             vert_properties=np.asarray(mesh.vertices, dtype=np.float32),

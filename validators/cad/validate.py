@@ -66,6 +66,10 @@ def check_spec(spec: dict[str, Any]) -> dict[str, Any]:
     unknown = set(spec) - {*SPEC_KEYS, "tolerance", "any_orientation"}
     if unknown:
         raise ValueError(f"unknown spec key(s) {sorted(unknown)}; allowed: {list(SPEC_KEYS)}")
+    if "tolerance" in spec and not (_positive(spec["tolerance"]) and spec["tolerance"] < 1):
+        raise ValueError("spec tolerance must be a relative tolerance in (0, 1), e.g. 0.02")
+    if "any_orientation" in spec and not isinstance(spec["any_orientation"], bool):
+        raise ValueError("spec any_orientation must be true or false")
     if "bbox_mm" in spec:
         box = spec["bbox_mm"]
         if not (isinstance(box, list) and len(box) == 3 and all(_positive(v) for v in box)):
@@ -74,7 +78,10 @@ def check_spec(spec: dict[str, Any]) -> dict[str, Any]:
         if key in spec and not _positive(spec[key]):
             raise ValueError(f"spec {key} must be a positive number")
     for key in ("solids", "holes", "faces"):
-        if key in spec and not (isinstance(spec[key], int) and spec[key] >= 0):
+        value = spec.get(key, 0)
+        if key in spec and not (
+            isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        ):
             raise ValueError(f"spec {key} must be a whole number >= 0")
     return spec
 
@@ -91,13 +98,15 @@ def _positive(value: Any) -> bool:
 def load_reference(path: Path, executor: Executor, limits: Limits | None = None) -> trimesh.Trimesh:
     """A reference shape from .py (CadQuery), .step/.stp or .stl, as a closed mesh."""
     suffix = path.suffix.lower()
+    if not path.is_file():
+        raise ReferenceLoadError(f"reference {path} does not exist")
     try:
         if suffix == ".stl":
-            mesh = trimesh.load_mesh(path, file_type="stl")
-            mesh.merge_vertices(digits_vertex=5)
-            return mesh
+            return _closed_reference(trimesh.load_mesh(str(path), file_type="stl"), path)
         text = path.read_text()
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+    except ReferenceLoadError:
+        raise
+    except Exception as exc:  # trimesh raises many kinds on a malformed file
         raise ReferenceLoadError(f"cannot read reference {path}: {exc}") from exc
     if suffix == ".py":
         result = executor.run("cad", text, {"check_self_intersection": False}, limits)
@@ -114,6 +123,18 @@ def load_reference(path: Path, executor: Executor, limits: Limits | None = None)
     if combined is None:
         raise ReferenceLoadError(f"reference {path} has no solid")
     return combined
+
+
+def _closed_reference(mesh: object, path: Path) -> trimesh.Trimesh:
+    """An STL reference as a closed, outward-facing mesh, or a clear error."""
+    if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
+        raise ReferenceLoadError(f"reference {path} holds no triangles")
+    mesh.merge_vertices(digits_vertex=5)
+    if not (mesh.is_watertight and mesh.is_winding_consistent):
+        raise ReferenceLoadError(f"reference {path} is not a closed surface, so it has no volume")
+    if mesh.volume < 0:
+        mesh.invert()  # inside-out files are common; the shape is still well defined
+    return mesh
 
 
 def _failure(
