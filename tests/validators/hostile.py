@@ -40,6 +40,14 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _is_spare(pid: int) -> bool:
+    """The child a worker forks ahead of the next run (it has run nothing yet)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() == "gs-spare"
+    except OSError:
+        return False
+
+
 def sandbox_process_counts(pool: SandboxPool) -> list[int]:
     """For each worker: how many processes live in its sandbox's PID namespace."""
     host_ns = _pid_namespace(os.getpid())
@@ -52,5 +60,7 @@ def sandbox_process_counts(pool: SandboxPool) -> list[int]:
             tree += kids
             frontier += kids
         namespaces = {_pid_namespace(p) for p in tree} - {host_ns, None}
-        counts.append(sum(1 for p in all_pids if _pid_namespace(p) in namespaces))
+        counts.append(
+            sum(1 for p in all_pids if _pid_namespace(p) in namespaces and not _is_spare(p))
+        )
     return counts

@@ -116,14 +116,19 @@ def _mesh(shape: cq.Shape, box: Any, options: dict[str, Any]) -> dict[str, Any]:
         triangulation = BRep_Tool.Triangulation_s(face.wrapped, location)
         if triangulation is None:
             continue
-        transform = location.Transformation()
         count = triangulation.NbNodes()
-        for i in range(1, count + 1):
-            point = triangulation.Node(i).Transformed(transform)
-            coords.extend((point.X(), point.Y(), point.Z()))
+        node = triangulation.Node
+        if location.IsIdentity():
+            for i in range(1, count + 1):
+                coords.extend(node(i).Coord())
+        else:
+            transform = location.Transformation()
+            for i in range(1, count + 1):
+                coords.extend(node(i).Transformed(transform).Coord())
         reverse = face.wrapped.Orientation() == TopAbs_REVERSED
+        triangle = triangulation.Triangle
         for i in range(1, triangulation.NbTriangles() + 1):
-            a, b, c = triangulation.Triangle(i).Get()
+            a, b, c = triangle(i).Get()
             if reverse:
                 b, c = c, b
             indices.extend((a - 1 + offset, b - 1 + offset, c - 1 + offset))

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from validators.sandbox.protocol import write_message
+from validators.sandbox.protocol import encode
 
 PROGRAM_FILENAME = "<program>"
 
@@ -153,17 +153,24 @@ def _finish(result_fd: int, origin: int, record: dict[str, Any]) -> None:
             stream.flush()
         except BaseException:
             pass
+    # Peak memory so far, for a reply sent before the worker reaps this process.
+    record["peak_memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     try:
-        write_message(result_fd, record)
+        data = encode(record)
     except BaseException as exc:  # e.g. a payload that is not JSON-serialisable
-        try:
-            write_message(
-                result_fd,
-                {
-                    "status": "error",
-                    "error": {"kind": "payload", "message": f"result not serialisable: {exc}"},
-                },
-            )
-        except BaseException:
-            pass
+        message = f"result not serialisable: {exc}"
+        data = encode({"status": "error", "error": {"kind": "payload", "message": message}})
+    try:
+        _write_all(result_fd, data)
+        # Closing every stream tells the worker the run is complete before the exit is reaped.
+        for fd in (result_fd, 1, 2):
+            os.close(fd)
+    except BaseException:
+        pass
     os._exit(0)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

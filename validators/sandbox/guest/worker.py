@@ -20,13 +20,17 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from validators.sandbox.guest import harness
 from validators.sandbox.protocol import ProtocolError, decode_body, read_message, write_message
 
 PR_SET_DUMPABLE = 4
+PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
+SPARE_NAME, RUN_NAME = b"gs-spare", b"gs-run"  # what /proc/PID/comm shows
 POLL_S = 0.05
 
 
@@ -172,38 +176,135 @@ def _verdict_for_signal(signum: int, limits: dict[str, Any], cpu_used: float) ->
     return "killed", f"the program was killed by {signal.Signals(signum).name}"
 
 
-def supervise(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one job in a fresh forked child and return the reply message."""
+@dataclass
+class Spare:
+    """A child forked ahead of its run, waiting for its job on a pipe."""
+
+    pid: int
+    job_w: int
+    result_r: int
+    out_r: int
+    err_r: int
+
+
+def _set_name(name: bytes) -> None:
+    libc = ctypes.CDLL(None)
+    libc.prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
+
+
+def prefork() -> Spare:
+    """Fork the next run's child now, from the clean worker, so the fork is off the critical path.
+
+    Called only after the previous run has been killed and cleaned up, so the spare inherits
+    nothing of it.
+    """
+    job_r, job_w = os.pipe()
+    result_r, result_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for fd in (job_w, result_r, out_r, err_r):
+                os.close(fd)
+            _set_name(SPARE_NAME)
+            job = read_message(job_r)
+            if job is None:  # the worker is shutting down
+                os._exit(0)
+            _set_name(RUN_NAME)
+            harness.child_main(job, job["run_dir"], result_w, out_w, err_w)
+        finally:
+            os._exit(70)
+    for fd in (job_r, result_w, out_w, err_w):
+        os.close(fd)
+    return Spare(pid, job_w, result_r, out_r, err_r)
+
+
+def _decode_record(capture: Capture) -> dict[str, Any] | None:
+    raw = bytes(capture.data)
+    if capture.truncated or len(raw) < 4 or int.from_bytes(raw[:4], "big") != len(raw) - 4:
+        return None
+    try:
+        return decode_body(raw[4:])
+    except ProtocolError:
+        return None
+
+
+def build_reply(
+    limits: dict[str, Any],
+    streams: dict[str, Capture],
+    duration: float,
+    peak_mb: float,
+    verdict: tuple[str, str] | None,
+    status: int | None,
+    cpu_used: float,
+) -> dict[str, Any]:
+    """The reply for a finished run; `status` is None when the child has not been reaped yet."""
+    reply: dict[str, Any] = {
+        "duration_s": duration,
+        "peak_memory_mb": peak_mb,
+        "stdout": streams["stdout"].text(),
+        "stderr": streams["stderr"].text(),
+        "stdout_truncated": streams["stdout"].truncated,
+        "stderr_truncated": streams["stderr"].truncated,
+        "exit_code": 0
+        if status is None
+        else (os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None),
+        "signal": os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None,
+    }
+    if verdict is None and streams["result"].truncated:
+        verdict = ("error", f"the result was larger than {limits['payload_mb']} MB")
+    record = None if verdict else _decode_record(streams["result"])
+    if verdict is not None:
+        reply["status"], message = verdict
+    elif record is not None:
+        reply["status"] = record.get("status", "error")
+        reply["payload"] = record.get("payload")
+        reply["error"] = record.get("error")
+        return reply
+    elif status is not None and os.WIFSIGNALED(status):
+        reply["status"], message = _verdict_for_signal(os.WTERMSIG(status), limits, cpu_used)
+        if reply["status"] == "killed" and peak_mb > 0.9 * limits["memory_mb"]:
+            reply["status"], message = "memory", "the program ran out of memory"
+    else:
+        reply["status"] = "exit"
+        message = f"the program exited (status {reply['exit_code']}) before producing a result"
+    reply["error"] = {"kind": reply["status"], "message": message, "line": None}
+    if reply["status"] == "exit":
+        reply["status"] = "error"
+    return reply
+
+
+def supervise(job: dict[str, Any], spare: Spare, send: Callable[[dict[str, Any]], None]) -> None:
+    """Run one job in the spare child, send the reply as soon as it is known, then clean up.
+
+    When the child has delivered its whole result and closed its streams, the reply goes out
+    before the child's exit is reaped: tearing down a large address space takes milliseconds
+    the host can spend reading the reply. The next job is read only after the cleanup.
+    """
     limits = job["limits"]
     snapshot = _snapshot()
     run_dir = tempfile.mkdtemp(prefix="run-", dir=tempfile.gettempdir())
     baseline = _disk_used(run_dir)
-    result_r, result_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+    pid = spare.pid
     started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            for fd in (result_r, out_r, err_r):
-                os.close(fd)
-            harness.child_main(job, run_dir, result_w, out_w, err_w)
-        finally:
-            os._exit(70)
-    for fd in (result_w, out_w, err_w):
-        os.close(fd)
+    try:
+        write_message(spare.job_w, {**job, "run_dir": run_dir})
+    except OSError:
+        pass  # the spare is gone; its exit status below says so
+    os.close(spare.job_w)
     payload_cap = int(limits["payload_mb"]) * 1024 * 1024
     streams = {
-        "result": Capture(result_r, payload_cap + 4),
-        "stdout": Capture(out_r, int(limits["output_bytes"])),
-        "stderr": Capture(err_r, int(limits["output_bytes"])),
+        "result": Capture(spare.result_r, payload_cap + 4),
+        "stdout": Capture(spare.out_r, int(limits["output_bytes"])),
+        "stderr": Capture(spare.err_r, int(limits["output_bytes"])),
     }
     for capture in streams.values():
         os.set_blocking(capture.fd, False)
     pidfd = os.pidfd_open(pid)
     deadline = started + float(limits["wall_s"])
     verdict: tuple[str, str] | None = None
-    exited = False
+    exited = done_early = False
     while not exited:
         readable = [c.fd for c in streams.values() if c.open] + [pidfd]
         remaining = deadline - time.monotonic()
@@ -221,6 +322,15 @@ def supervise(job: dict[str, Any]) -> dict[str, Any]:
         if verdict:
             kill_everything_else()
             break
+        if not any(c.open for c in streams.values()) and _decode_record(streams["result"]):
+            done_early = True  # the harness closed everything after its record: it is exiting
+            break
+    replied = False
+    if done_early:
+        record = _decode_record(streams["result"]) or {}
+        peak = float(record.get("peak_memory_mb") or 0.0)
+        send(build_reply(limits, streams, time.monotonic() - started, peak, None, None, 0.0))
+        replied = True
     _, status, usage = os.wait4(pid, 0)
     duration = time.monotonic() - started
     kill_everything_else()  # whatever the run left behind
@@ -231,49 +341,15 @@ def supervise(job: dict[str, Any]) -> dict[str, Any]:
             os.set_blocking(capture.fd, True)
         while capture.open:
             capture.pump()
-    if verdict is None and streams["result"].truncated:
-        verdict = ("error", f"the result was larger than {limits['payload_mb']} MB")
     shutil.rmtree(run_dir, ignore_errors=True)
     _restore(snapshot)
-    reply: dict[str, Any] = {
-        "duration_s": duration,
-        "peak_memory_mb": usage.ru_maxrss / 1024,
-        "stdout": streams["stdout"].text(),
-        "stderr": streams["stderr"].text(),
-        "stdout_truncated": streams["stdout"].truncated,
-        "stderr_truncated": streams["stderr"].truncated,
-        "exit_code": os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
-        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-    }
-    record: dict[str, Any] | None = None
-    raw = bytes(streams["result"].data)
-    if verdict is None and len(raw) >= 4:
-        try:
-            record = decode_body(raw[4:])
-        except ProtocolError:
-            record = None
-    if verdict is not None:
-        reply["status"], message = verdict
-        reply["error"] = {"kind": reply["status"], "message": message, "line": None}
-    elif record is not None:
-        reply["status"] = record.get("status", "error")
-        reply["payload"] = record.get("payload")
-        reply["error"] = record.get("error")
-    elif os.WIFSIGNALED(status):
+    if not replied:
         cpu_used = usage.ru_utime + usage.ru_stime
-        reply["status"], message = _verdict_for_signal(os.WTERMSIG(status), limits, cpu_used)
-        if reply["status"] == "killed" and reply["peak_memory_mb"] > 0.9 * limits["memory_mb"]:
-            reply["status"], message = "memory", "the program ran out of memory"
-        reply["error"] = {"kind": reply["status"], "message": message, "line": None}
-    else:
-        code = reply["exit_code"]
-        reply["status"] = "error"
-        reply["error"] = {
-            "kind": "exit",
-            "message": f"the program exited (status {code}) before producing a result",
-            "line": None,
-        }
-    return reply
+        send(
+            build_reply(
+                limits, streams, duration, usage.ru_maxrss / 1024, verdict, status, cpu_used
+            )
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -298,6 +374,13 @@ def main(argv: list[str] | None = None) -> None:
     gc.collect()
     gc.freeze()  # forked children then share the heap instead of copying it on first touch
     write_message(proto_out, {"ready": True, "pid": os.getpid()})
+    sent = [0]  # replies written so far
+
+    def send(reply: dict[str, Any]) -> None:
+        sent[0] += 1
+        write_message(proto_out, reply)
+
+    spare = prefork()
     while True:
         try:
             job = read_message(proto_in)
@@ -306,19 +389,16 @@ def main(argv: list[str] | None = None) -> None:
             return
         if job is None:
             return
+        replies_before = sent[0]
         try:
-            reply = supervise(job)
-        except OSError as exc:  # e.g. fork failed: the run never started
-            reply = {
-                "status": "sandbox_error",
-                "error": {
-                    "kind": "sandbox",
-                    "message": f"{errno.errorcode.get(exc.errno or 0, '')} {exc}",
-                },
-            }
-        write_message(proto_out, reply)
+            supervise(job, spare, send)
+        except OSError as exc:  # the run could not be supervised
+            if sent[0] == replies_before:
+                message = f"{errno.errorcode.get(exc.errno or 0, '')} {exc}"
+                send({"status": "sandbox_error", "error": {"kind": "sandbox", "message": message}})
         if args.once:
             return
+        spare = prefork()  # while the host reads the reply
 
 
 if __name__ == "__main__":
