@@ -73,3 +73,17 @@ def test_self_intersecting_or_invalid_breps_are_caught(pool: SandboxPool) -> Non
     report = validate_cad(source, pool)
     assert not report.valid
     assert not report.checks["solid"].passed  # two solids where a part should have one
+
+
+def test_an_open_shell_made_into_a_solid_fails_brep_valid(pool: SandboxPool) -> None:
+    source = (
+        "import cadquery as cq\n"
+        "box = cq.Workplane().box(10, 10, 10).val()\n"
+        "result = cq.Solid.makeSolid(cq.Shell.makeShell(box.Faces()[:5]))\n"
+    )
+    report = validate_cad(source, pool)
+    assert not report.valid
+    check = report.checks["brep_valid"]
+    assert not check.passed
+    assert "BRepCheck" in check.detail["invalid_parts"][0]["reason"]
+    assert not report.checks["watertight"].passed  # the host sees the missing face too

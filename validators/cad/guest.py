@@ -136,9 +136,16 @@ def _mesh(shape: cq.Shape, box: Any, options: dict[str, Any]) -> dict[str, Any]:
     return {"vertices": pack_bytes(coords.tobytes()), "triangles": pack_bytes(indices.tobytes())}
 
 
-def _self_intersection_free(shape: cq.Shape) -> bool:
-    check = BRepAlgoAPI_Check(shape.wrapped, True, True)
-    return bool(check.IsValid())
+def invalid_reason(solids: list[cq.Shape], compound: cq.Shape, self_check: bool) -> str | None:
+    """Why the solids are not a sound B-rep (BRepCheck, then self-intersection), or None."""
+    if self_check:
+        # BRepAlgoAPI_Check runs BRepCheck_Analyzer itself before its self-interference test,
+        # so a passing shape is checked once; the cheaper check below only names the failure.
+        if BRepAlgoAPI_Check(compound.wrapped, True, True).IsValid():
+            return None
+    if not all(s.isValid() for s in solids):
+        return "BRepCheck found an invalid solid"
+    return "the solid intersects itself" if self_check else None
 
 
 def describe_part(part: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
@@ -160,10 +167,9 @@ def describe_part(part: dict[str, Any], options: dict[str, Any]) -> dict[str, An
     if not shapes or not solids:
         return info
     compound = cq.Compound.makeCompound(solids)
-    if not all(s.isValid() for s in solids):
-        info["valid"], info["invalid_reason"] = False, "BRepCheck found an invalid solid"
-    elif options.get("check_self_intersection", True) and not _self_intersection_free(compound):
-        info["valid"], info["invalid_reason"] = False, "the solid intersects itself"
+    reason = invalid_reason(solids, compound, options.get("check_self_intersection", True))
+    if reason:
+        info["valid"], info["invalid_reason"] = False, reason
     box = compound.BoundingBox()
     info["bbox"] = [box.xmin, box.ymin, box.zmin, box.xmax, box.ymax, box.zmax]
     if not all(math.isfinite(v) for v in info["bbox"]):
