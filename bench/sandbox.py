@@ -20,20 +20,7 @@ from rich.progress import track
 
 from bench.cad_corpus import corpus
 from validators.cad.validate import validate_cad
-from validators.sandbox import Limits, SandboxPool, SandboxResult, Status, run_once
-
-
-class OneShot:
-    """One fresh sandboxed interpreter per run."""
-
-    def run(
-        self,
-        runner: str,
-        program: str,
-        options: dict[str, Any] | None = None,
-        limits: Limits | None = None,
-    ) -> SandboxResult:
-        return run_once(runner, program, options, limits)
+from validators.sandbox import Limits, OneShot, SandboxPool, SandboxResult, Status
 
 
 class InProcess:

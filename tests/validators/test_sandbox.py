@@ -11,12 +11,11 @@ from validators.cad.validate import validate_cad
 from validators.sandbox import (
     Isolation,
     Limits,
+    OneShot,
     SandboxPool,
-    SandboxResult,
     SandboxUnavailable,
     Status,
     isolation,
-    run_once,
 )
 
 FAILING = {
@@ -24,13 +23,6 @@ FAILING = {
     "timeout": "while True:\n    pass\n",
     "crash": "import ctypes\nctypes.string_at(0)\n",
 }
-
-
-class OneShot:
-    """The reference path behind the same interface as the pool."""
-
-    def run(self, runner, program, options=None, limits=None) -> SandboxResult:  # type: ignore[no-untyped-def]
-        return run_once(runner, program, options, limits)
 
 
 def test_pool_and_one_shot_give_the_same_reports(pool: SandboxPool) -> None:

@@ -136,13 +136,12 @@ def _mesh(shape: cq.Shape, box: Any, options: dict[str, Any]) -> dict[str, Any]:
     return {"vertices": pack_bytes(coords.tobytes()), "triangles": pack_bytes(indices.tobytes())}
 
 
-def invalid_reason(solids: list[cq.Shape], compound: cq.Shape, self_check: bool) -> str | None:
+def invalid_reason(solids: list[cq.Solid], compound: cq.Shape, self_check: bool) -> str | None:
     """Why the solids are not a sound B-rep (BRepCheck, then self-intersection), or None."""
-    if self_check:
-        # BRepAlgoAPI_Check runs BRepCheck_Analyzer itself before its self-interference test,
-        # so a passing shape is checked once; the cheaper check below only names the failure.
-        if BRepAlgoAPI_Check(compound.wrapped, True, True).IsValid():
-            return None
+    # BRepAlgoAPI_Check runs BRepCheck_Analyzer itself before its self-interference test,
+    # so a passing shape is checked once; the cheaper check below only names the failure.
+    if self_check and BRepAlgoAPI_Check(compound.wrapped, True, True).IsValid():
+        return None
     if not all(s.isValid() for s in solids):
         return "BRepCheck found an invalid solid"
     return "the solid intersects itself" if self_check else None

@@ -2,12 +2,13 @@
 
 from validators.sandbox.isolation import Isolation, SandboxUnavailable
 from validators.sandbox.limits import Limits
-from validators.sandbox.pool import SandboxPool, run_once
+from validators.sandbox.pool import OneShot, SandboxPool, run_once
 from validators.sandbox.result import SandboxResult, Status
 
 __all__ = [
     "Isolation",
     "Limits",
+    "OneShot",
     "SandboxPool",
     "SandboxResult",
     "SandboxUnavailable",

@@ -286,3 +286,20 @@ def run_once(
         return sandbox_failure(str(exc), time.monotonic() - started)
     finally:
         worker.kill()
+
+
+class OneShot:
+    """The one-shot path behind the pool's interface: a fresh sandboxed interpreter per run."""
+
+    def __init__(self, isolation: Isolation | None = None) -> None:
+        self.isolation = isolation or Isolation()
+
+    def run(
+        self,
+        runner: str,
+        program: str,
+        options: dict[str, Any] | None = None,
+        limits: Limits | None = None,
+    ) -> SandboxResult:
+        """Same as SandboxPool.run, without a warm worker."""
+        return run_once(runner, program, options, limits, self.isolation)
