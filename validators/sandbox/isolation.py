@@ -88,9 +88,10 @@ def bwrap_command(python_args: list[str]) -> list[str]:
         "--hostname", "sandbox",
         "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
         *_system_mounts(),
+        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        # After /tmp: an interpreter or venv that lives under the host's /tmp stays visible.
         *_interpreter_mounts(),
         "--ro-bind", str(PACKAGE_DIR), f"{GUEST_ROOT}/validators",
-        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
         "--remount-ro", "/", "--remount-ro", "/dev",  # only /tmp is writable
         "--chdir", "/tmp",
         "--clearenv",
