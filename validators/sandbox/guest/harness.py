@@ -25,6 +25,7 @@ RUNNERS: dict[str, str] = {
     "python": "validators.sandbox.guest.harness:run_python",
     "cad": "validators.cad.guest:run_cad_script",
     "cad_step": "validators.cad.guest:load_step_file",
+    "code": "validators.code.guest:run_code_task",
 }
 
 
