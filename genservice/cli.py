@@ -7,6 +7,7 @@ import io
 import json
 import math
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("--timeout", type=float, help="seconds per script (default 10)")
     validate.add_argument("--workers", type=int, help="parallel sandbox workers")
+    validate.add_argument(
+        "--domain",
+        choices=("cad", "scene", "code"),
+        default="cad",
+        help="cad: a part; scene: an assembly that must stand (physics gates); code: a function",
+    )
+    validate.add_argument("--tests", type=Path, help="code: file with check(candidate) or test_*")
+    validate.add_argument("--entry-point", help="code: the function under test")
     validate.add_argument("--json", action="store_true", help="print the Report as JSON")
+    tasks = sub.add_parser(
+        "validate-tasks",
+        help="check a task set before spending compute on it",
+        description="Verify every task of a JSONL task set: its reference passes its own checks "
+        "and trivial programs (empty, pass, constant, echo of the input) fail. Exit 0 when no "
+        "task is broken, 1 otherwise, 2 on a usage error.",
+    )
+    tasks.add_argument("tasks_file", type=Path, metavar="TASKS.jsonl")
+    tasks.add_argument("--timeout", type=float, help="seconds per program (default 10)")
+    tasks.add_argument("--workers", type=int, help="parallel sandbox workers")
+    tasks.add_argument("--json", action="store_true", help="one JSON line per task")
     return parser
 
 
@@ -59,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "validate":
             return _validate(args)
+        if args.command == "validate-tasks":
+            from genservice.task_audit import audit_command
+
+            return audit_command(args)
     except UsageError as exc:
         print(f"genservice {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -112,34 +136,58 @@ def _load_spec(path: Path | None) -> dict[str, Any] | None:
         raise UsageError(f"spec {path}: {exc}") from exc
 
 
-def _validate(args: argparse.Namespace) -> int:
+def sandbox_limits(timeout: float | None, workers: int | None) -> tuple[Any, int, Any]:
+    """Limits, worker count and isolation from the settings and the command-line overrides."""
     from genservice.config import load_settings
-    from validators.cad.validate import ReferenceLoadError, load_reference, validate_cad
-    from validators.report import Report
-    from validators.sandbox import Isolation, Limits, SandboxPool, SandboxUnavailable
+    from validators.sandbox import Isolation, Limits
 
-    files = _collect(args.paths)
-    params = _parse_params(args.param)
-    spec = _load_spec(args.spec)
     try:
         settings = load_settings()
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    timeout = args.timeout if args.timeout is not None else settings.sandbox_timeout_s
+    timeout = timeout if timeout is not None else settings.sandbox_timeout_s
     if not (math.isfinite(timeout) and 0 < timeout <= 3600):
         raise UsageError("--timeout must be a number of seconds in (0, 3600]")
-    if args.workers is not None and not 1 <= args.workers <= 256:
+    if workers is not None and not 1 <= workers <= 256:
         raise UsageError("--workers must be between 1 and 256")
     limits = Limits(wall_s=timeout, memory_mb=settings.sandbox_memory_mb)
-    workers = min(
-        args.workers or settings.sandbox_workers, len(files) + (args.reference is not None)
-    )
     isolation = Isolation("none" if settings.unsafe_sandbox else "bwrap")
+    return limits, workers or settings.sandbox_workers, isolation
+
+
+def open_pool(size: int, limits: Any, isolation: Any, domain: str) -> Any:
+    """A warm pool for the domain (cadquery preloaded for cad and scene)."""
+    from validators.sandbox import SandboxPool, SandboxUnavailable
+    from validators.sandbox.pool import DEFAULT_PRELOAD
+
+    preload = ("validators.code.guest",) if domain == "code" else DEFAULT_PRELOAD
     try:
-        pool = SandboxPool(size=workers, limits=limits, isolation=isolation)
+        return SandboxPool(size=size, limits=limits, isolation=isolation, preload=preload)
     except SandboxUnavailable as exc:
         raise UsageError(str(exc)) from exc
-    with pool:
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from validators.cad.validate import ReferenceLoadError, load_reference, validate_cad
+    from validators.report import Check, ErrorInfo, Report
+
+    files = _collect(args.paths)
+    if args.domain == "code":
+        if args.tests is None or not args.entry_point:
+            raise UsageError("--domain code needs --tests FILE and --entry-point NAME")
+        if args.spec or args.reference or args.param:
+            raise UsageError("--spec, --reference and --param apply to cad and scene, not code")
+        try:
+            tests = args.tests.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read tests {args.tests}: {exc}") from exc
+    elif args.tests or args.entry_point:
+        raise UsageError("--tests and --entry-point apply to --domain code")
+    params = _parse_params(args.param)
+    spec = _load_spec(args.spec)
+    limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
+    workers = min(workers, len(files) + (args.reference is not None))
+    with open_pool(workers, limits, isolation, args.domain) as pool:
         reference = None
         if args.reference is not None:
             try:
@@ -151,53 +199,72 @@ def _validate(args: argparse.Namespace) -> int:
             try:
                 source = path.read_text()
             except (OSError, UnicodeDecodeError) as exc:
-                from validators.report import Check, ErrorInfo
-
                 return Report.build(
                     False,
                     0.0,
                     {"executes": Check(0.0, False)},
                     ErrorInfo("read", f"cannot read {path}: {exc}"),
                 )
+            if args.domain == "code":
+                from validators.code.validate import validate_code
+
+                return validate_code(
+                    source, pool, tests=tests, entry_point=args.entry_point, limits=limits
+                )
             return validate_cad(
-                source, pool, spec=spec, reference=reference, parameters=params, limits=limits
+                source,
+                pool,
+                spec=spec,
+                reference=reference,
+                parameters=params,
+                limits=limits,
+                domain=args.domain,
             )
 
         if len(files) == 1:
             report = one(files[0])
             print(report.to_json(indent=2) if args.json else _render(files[0], report))
             return EXIT_VALID if report.valid else EXIT_INVALID
-        reports = _run_many(files, one, workers, args.json)
+        on_result = _print_json_line if args.json else None
+        results = run_parallel(files, one, workers, "validating", on_result)
+        reports = list(zip(files, results, strict=True))
     if not args.json:
         _print_summary(reports)
     return EXIT_VALID if all(r.valid for _, r in reports) else EXIT_INVALID
 
 
-def _run_many(files: list[Path], one: Any, workers: int, as_json: bool) -> list[tuple[Path, Any]]:
+def run_parallel(
+    items: list[Any],
+    work: Callable[[Any], Any],
+    workers: int,
+    description: str,
+    on_result: Callable[[Any, Any], None] | None = None,
+) -> list[Any]:
+    """Apply `work` to every item on `workers` threads with a progress bar; results in order."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    reports: list[tuple[Path, Any]] = []
+    results: list[Any] = []
     progress = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        transient=False,
         console=_stderr_console(),
     )
     with progress, ThreadPoolExecutor(max_workers=workers) as threads:
-        task = progress.add_task("validating", total=len(files))
-        futures = {threads.submit(one, path): path for path in files}
-        for future in futures:  # in input order, so JSON lines come out deterministically
-            report = future.result()
-            reports.append((futures[future], report))
+        task = progress.add_task(description, total=len(items))
+        futures = [threads.submit(work, item) for item in items]
+        for item, future in zip(items, futures, strict=True):  # input order: deterministic output
+            result = future.result()
+            results.append(result)
             progress.advance(task)
-            if as_json:
-                print(
-                    json.dumps({"file": str(futures[future]), "report": report.to_dict()}),
-                    flush=True,
-                )
-    return reports
+            if on_result is not None:
+                on_result(item, result)
+    return results
+
+
+def _print_json_line(path: Path, report: Any) -> None:
+    print(json.dumps({"file": str(path), "report": report.to_dict()}), flush=True)
 
 
 def _stderr_console() -> Any:

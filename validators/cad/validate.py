@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import trimesh
@@ -23,7 +23,17 @@ from validators.reward import composite_reward
 from validators.sandbox.limits import Limits
 from validators.sandbox.result import SandboxResult
 
+if TYPE_CHECKING:
+    from validators.physics import PhysicsOptions, PrintOptions
+
 BASE_CHECKS = ("executes", "solid", "brep_valid", "watertight", "volume", "bbox")
+CAD_DOMAINS = ("cad", "scene")
+# Checks that inform the reward and the badges but do not make a program invalid: a sound part
+# may still need supports to print, or topple. A scene is asked to stand, so there it gates.
+ADVISORY = {
+    "cad": frozenset({"overhang", "wall_thickness", "build_volume", "stability"}),
+    "scene": frozenset({"overhang", "wall_thickness", "build_volume"}),
+}
 SPEC_KEYS = ("bbox_mm", "volume_mm3", "solids", "holes", "faces")
 
 
@@ -49,6 +59,10 @@ class CadOptions:
     spec_tolerance_mm: float = 0.05  # absolute floor for dimensions
     iou_pass: float = 0.9
     check_self_intersection: bool = True
+    printability: bool = True  # overhang, wall_thickness, build_volume
+    physics: bool = True  # stability; for scenes also interference, floating_parts, support
+    physics_options: PhysicsOptions | None = None
+    print_options: PrintOptions | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.bbox_min_mm < self.bbox_max_mm:
@@ -138,6 +152,7 @@ def _closed_reference(mesh: object, path: Path) -> trimesh.Trimesh:
 
 
 def _failure(
+    domain: str,
     kind: str,
     message: str,
     line: int | None,
@@ -147,7 +162,7 @@ def _failure(
 ) -> Report:
     return Report.build(
         valid=False,
-        reward=composite_reward(checks, valid=False),
+        reward=composite_reward(checks, valid=False, domain=domain),
         checks=checks,
         error=ErrorInfo(kind, message, line),
         metrics=metrics,
@@ -164,14 +179,17 @@ def validate_cad(
     parameters: dict[str, Any] | None = None,
     limits: Limits | None = None,
     options: CadOptions | None = None,
+    domain: str = "cad",
 ) -> Report:
-    """Run and check one CadQuery script; always returns a Report."""
+    """Run and check one CadQuery script (domain "cad", or "scene" with physics expectations)."""
+    if domain not in CAD_DOMAINS:
+        raise ValueError(f"validate_cad handles the domains {CAD_DOMAINS}, not {domain!r}")
     options = options or CadOptions()
     try:
         values, found = resolve_parameters(source, parameters or {})
     except ProgramError as exc:
         checks = {"executes": Check(0.0, False, {"stage": "parse"})}
-        return _failure(exc.kind, exc.message, exc.line, checks, {}, {})
+        return _failure(domain, exc.kind, exc.message, exc.line, checks, {}, {})
     params = parameters_json(found)
     result = executor.run(
         "cad",
@@ -188,6 +206,7 @@ def validate_cad(
         detail = {"status": result.status.value, "stderr": result.stderr[-2000:]}
         checks = {"executes": Check(0.0, False, detail)}
         return _failure(
+            domain,
             str(error.get("kind") or result.status.value),
             str(error.get("message") or f"the run ended with status {result.status.value}"),
             error.get("line"),
@@ -199,12 +218,13 @@ def validate_cad(
     if payload.get("problem"):
         problem = payload["problem"]
         checks = {"executes": Check(0.0, False, {"status": "no usable result"})}
-        return _failure(problem["kind"], problem["message"], None, checks, metrics, params)
+        return _failure(domain, problem["kind"], problem["message"], None, checks, metrics, params)
     try:
-        return _check_geometry(payload, metrics, params, spec, reference, options)
+        return _check_geometry(payload, metrics, params, spec, reference, options, domain)
     except (MeshError, KeyError, TypeError, ValueError) as exc:
         checks = {"executes": Check(1.0, True, {"status": "ok"})}
         return _failure(
+            domain,
             "payload",
             f"the sandbox returned malformed geometry: {exc}",
             None,
@@ -221,6 +241,7 @@ def _check_geometry(
     spec: dict[str, Any] | None,
     reference: trimesh.Trimesh | None,
     options: CadOptions,
+    domain: str,
 ) -> Report:
     parts: list[dict[str, Any]] = payload["parts"]
     kind = payload["kind"]
@@ -263,6 +284,7 @@ def _check_geometry(
     )
     if solids == 0:
         return _failure(
+            domain,
             "no_solid",
             "the result has no solid: it is a sketch, wire or face, "
             "or a boolean removed everything",
@@ -306,6 +328,9 @@ def _check_geometry(
         {"bbox_mm": extents, "limits_mm": [options.bbox_min_mm, options.bbox_max_mm]},
     )
     geometry_ok = all(checks[name].passed for name in BASE_CHECKS)
+    named = [(p["name"], m) for p, m in zip(parts, meshes, strict=True) if m is not None]
+    if geometry_ok and named:
+        checks.update(_plausibility_checks(named, domain, options))
 
     if spec:
         checks["spec"] = _spec_check(spec, metrics, options)
@@ -313,14 +338,29 @@ def _check_geometry(
         checks["similarity"] = _similarity_check(
             combine([m for m in meshes if m is not None]), reference, geometry_ok, options, metrics
         )
-    valid = all(check.passed for check in checks.values())
-    error = None
-    if not valid:
-        failed = [name for name, check in checks.items() if not check.passed]
-        error = ErrorInfo("check_failed", f"failed checks: {', '.join(failed)}", None)
-    return Report.build(
-        valid, composite_reward(checks, geometry_ok), checks, error, metrics, params
-    )
+    advisory = ADVISORY[domain]
+    failed = [name for name, check in checks.items() if not check.passed and name not in advisory]
+    error = ErrorInfo("check_failed", f"failed checks: {', '.join(failed)}") if failed else None
+    reward = composite_reward(checks, geometry_ok, domain=domain)
+    return Report.build(not failed, reward, checks, error, metrics, params)
+
+
+def _plausibility_checks(
+    parts: list[tuple[str, trimesh.Trimesh]], domain: str, options: CadOptions
+) -> dict[str, Check]:
+    """Printability of the whole shape and physics of its parts, as the options ask."""
+    from validators import physics  # MuJoCo and coacd load only when used
+
+    checks: dict[str, Check] = {}
+    if options.printability:
+        whole = combine([mesh for _, mesh in parts])
+        if whole is not None:
+            checks.update(physics.printability_checks(whole, options.print_options))
+    if options.physics:
+        checks.update(
+            physics.physics_checks(parts, scene=domain == "scene", options=options.physics_options)
+        )
+    return checks
 
 
 def _spec_check(spec: dict[str, Any], metrics: dict[str, Any], options: CadOptions) -> Check:

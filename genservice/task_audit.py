@@ -1,0 +1,238 @@
+"""`genservice validate-tasks`: find broken tasks in a JSONL task set before compute is spent.
+
+A task is sound when its reference passes its own checks and trivial programs fail them: the
+empty program, `pass`, a constant result, an echo of the input, and for CAD a 10 mm cube. A
+task a trivial program passes rewards nothing; a task its own reference fails rewards noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from validators.report import Report
+
+REQUIRED = ("id", "domain", "prompt", "family", "split")
+DOMAINS = ("cad", "scene", "code")
+
+
+@dataclass
+class Verdict:
+    """What the audit found for one task."""
+
+    task_id: str
+    line: int
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is wrong with the task."""
+        return not self.reasons
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"id": self.task_id, "line": self.line, "ok": self.ok, "reasons": self.reasons}
+
+
+def read_tasks(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[Verdict]]:
+    """Parse the JSONL file: well-formed tasks with line numbers, and verdicts for the rest."""
+    tasks: list[tuple[int, dict[str, Any]]] = []
+    broken: list[Verdict] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(path.read_text().splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            task = json.loads(raw)
+        except ValueError as exc:
+            broken.append(Verdict(f"line {number}", number, [f"not JSON: {exc}"]))
+            continue
+        if not isinstance(task, dict):
+            broken.append(Verdict(f"line {number}", number, ["not a JSON object"]))
+            continue
+        reasons = schema_problems(task)
+        task_id = str(task.get("id", f"line {number}"))
+        if task_id in seen:
+            reasons.append(f"duplicate id {task_id!r}")
+        seen.add(task_id)
+        if reasons:
+            broken.append(Verdict(task_id, number, reasons))
+        else:
+            tasks.append((number, task))
+    return tasks, broken
+
+
+def schema_problems(task: dict[str, Any]) -> list[str]:
+    """Missing or malformed fields of one task."""
+    problems = [f"missing field {name!r}" for name in REQUIRED if name not in task]
+    domain = task.get("domain")
+    if domain not in DOMAINS:
+        problems.append(f"domain must be one of {DOMAINS}, got {domain!r}")
+    elif domain == "code":
+        for name in ("tests", "entry_point", "reference"):
+            if not isinstance(task.get(name), str) or not task[name].strip():
+                problems.append(f"a code task needs a non-empty {name!r}")
+    elif not task.get("reference") and not task.get("spec"):
+        problems.append("a cad/scene task needs a reference program or a spec to be judged by")
+    if "spec" in task:
+        from validators.cad.validate import check_spec
+
+        try:
+            check_spec(task["spec"] if isinstance(task["spec"], dict) else {"?": None})
+        except ValueError as exc:
+            problems.append(f"spec: {exc}")
+    return problems
+
+
+def trivial_programs(task: dict[str, Any]) -> dict[str, str]:
+    """Programs that must not pass the task."""
+    prompt = str(task.get("prompt", ""))
+    if task["domain"] == "code":
+        name = task["entry_point"]
+        stub = f"def {name}(*args, **kwargs):\n    return {{}}\n"
+        return {
+            "empty": "",
+            "pass": "pass\n",
+            "returns None": stub.format("None"),
+            "returns 0": stub.format("0"),
+            "returns ''": stub.format("''"),
+            "returns []": stub.format("[]"),
+            "returns True": stub.format("True"),
+            "echoes its input": stub.format("args[0] if args else None"),
+        }
+    return {
+        "empty": "",
+        "pass": "pass\n",
+        "constant": "result = 1\n",
+        "echoes the prompt": f"result = {prompt!r}\n",
+        "a 10 mm cube": "import cadquery as cq\nresult = cq.Workplane().box(10, 10, 10)\n",
+    }
+
+
+def audit_task(task: dict[str, Any], line: int, base: Path, pool: Any, limits: Any) -> Verdict:
+    """Check one well-formed task: its reference passes, every trivial program fails."""
+    verdict = Verdict(str(task["id"]), line)
+    try:
+        judge = _judge(task, base, pool, limits)
+    except ValueError as exc:
+        verdict.reasons.append(str(exc))
+        return verdict
+    reference = judge(_reference_source(task, base))
+    if not reference.valid:
+        why = reference.error.message if reference.error else "invalid"
+        verdict.reasons.append(f"the reference fails its own checks: {why}")
+    for label, program in trivial_programs(task).items():
+        report = judge(program)
+        if report.valid:
+            verdict.reasons.append(f"a trivial program passes ({label}): the checks are too weak")
+    return verdict
+
+
+def _reference_source(task: dict[str, Any], base: Path) -> str:
+    reference = str(task.get("reference") or "")
+    candidate = base / reference
+    if reference.endswith(".py") and "\n" not in reference and candidate.is_file():
+        return candidate.read_text()
+    return reference
+
+
+def _judge(task: dict[str, Any], base: Path, pool: Any, limits: Any) -> Any:
+    """A function program -> Report with the task's own checks."""
+    if task["domain"] == "code":
+        from validators.code.validate import validate_code
+
+        def judge_code(program: str) -> Report:
+            return validate_code(
+                program, pool, tests=task["tests"], entry_point=task["entry_point"], limits=limits
+            )
+
+        return judge_code
+    from validators.cad.validate import (
+        CadOptions,
+        ReferenceLoadError,
+        load_reference,
+        validate_cad,
+    )
+
+    reference_mesh = None
+    reference = str(task.get("reference") or "")
+    if reference:
+        path = base / reference
+        if "\n" not in reference and path.suffix in (".py", ".step", ".stp", ".stl"):
+            try:
+                reference_mesh = load_reference(path, pool, limits)
+            except ReferenceLoadError as exc:
+                raise ValueError(f"the reference cannot be loaded: {exc}") from exc
+        else:
+            from validators.cad.mesh import combine, decode_mesh
+
+            result = pool.run("cad", reference, {"check_self_intersection": False}, limits)
+            if not result.ok or not result.payload or "parts" not in result.payload:
+                message = (result.error or {}).get("message") or "it built no shape"
+                raise ValueError(f"the reference program does not run: {message}")
+            reference_mesh = combine([decode_mesh(p.get("mesh")) for p in result.payload["parts"]])
+    options = CadOptions(printability=False, physics=task["domain"] == "scene")
+
+    def judge_cad(program: str) -> Report:
+        return validate_cad(
+            program,
+            pool,
+            spec=task.get("spec"),
+            reference=reference_mesh,
+            limits=limits,
+            options=options,
+            domain=task["domain"],
+        )
+
+    return judge_cad
+
+
+def _audit_item(item: tuple[int, dict[str, Any]], base: Path, pool: Any, limits: Any) -> Verdict:
+    line, task = item
+    return audit_task(task, line, base, pool, limits)
+
+
+def audit_command(args: argparse.Namespace) -> int:
+    """Run the audit for the CLI; exit 0 when no task is broken, 1 otherwise."""
+    from genservice.cli import UsageError, open_pool, run_parallel, sandbox_limits
+
+    path: Path = args.tasks_file
+    try:
+        tasks, broken = read_tasks(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from exc
+    limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
+    verdicts = list(broken)
+    for domain_group in (("cad", "scene"), ("code",)):
+        group = [(n, t) for n, t in tasks if t["domain"] in domain_group]
+        if not group:
+            continue
+        size = min(workers, len(group))
+        with open_pool(size, limits, isolation, domain_group[0]) as pool:
+            work = functools.partial(_audit_item, base=path.parent, pool=pool, limits=limits)
+            verdicts += run_parallel(group, work, size, f"auditing {'/'.join(domain_group)} tasks")
+    verdicts.sort(key=lambda v: v.line)
+    _report(verdicts, args.json)
+    return 0 if all(v.ok for v in verdicts) else 1
+
+
+def _report(verdicts: list[Verdict], as_json: bool) -> None:
+    if as_json:
+        for verdict in verdicts:
+            print(json.dumps(verdict.to_dict()))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    bad = [v for v in verdicts if not v.ok]
+    if bad:
+        table = Table("task", "line", "why it is broken")
+        for verdict in bad:
+            table.add_row(verdict.task_id, str(verdict.line), "\n".join(verdict.reasons))
+        console.print(table)
+    console.print(f"{len(verdicts) - len(bad)} sound, {len(bad)} broken, {len(verdicts)} tasks")
