@@ -5,18 +5,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import math
 import sys
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from genservice.cli_common import UsageError, open_pool, run_parallel, sandbox_limits
+
 EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """Bad command-line input: printed, exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,37 +131,6 @@ def _load_spec(path: Path | None) -> dict[str, Any] | None:
         raise UsageError(f"spec {path}: {exc}") from exc
 
 
-def sandbox_limits(timeout: float | None, workers: int | None) -> tuple[Any, int, Any]:
-    """Limits, worker count and isolation from the settings and the command-line overrides."""
-    from genservice.config import load_settings
-    from validators.sandbox import Isolation, Limits
-
-    try:
-        settings = load_settings()
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    timeout = timeout if timeout is not None else settings.sandbox_timeout_s
-    if not (math.isfinite(timeout) and 0 < timeout <= 3600):
-        raise UsageError("--timeout must be a number of seconds in (0, 3600]")
-    if workers is not None and not 1 <= workers <= 256:
-        raise UsageError("--workers must be between 1 and 256")
-    limits = Limits(wall_s=timeout, memory_mb=settings.sandbox_memory_mb)
-    isolation = Isolation("none" if settings.unsafe_sandbox else "bwrap")
-    return limits, workers or settings.sandbox_workers, isolation
-
-
-def open_pool(size: int, limits: Any, isolation: Any, domain: str) -> Any:
-    """A warm pool for the domain (cadquery preloaded for cad and scene)."""
-    from validators.sandbox import SandboxPool, SandboxUnavailable
-    from validators.sandbox.pool import DEFAULT_PRELOAD
-
-    preload = ("validators.code.guest",) if domain == "code" else DEFAULT_PRELOAD
-    try:
-        return SandboxPool(size=size, limits=limits, isolation=isolation, preload=preload)
-    except SandboxUnavailable as exc:
-        raise UsageError(str(exc)) from exc
-
-
 def _validate(args: argparse.Namespace) -> int:
     from validators.cad.validate import ReferenceLoadError, load_reference, validate_cad
     from validators.report import Check, ErrorInfo, Report
@@ -233,44 +197,8 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_VALID if all(r.valid for _, r in reports) else EXIT_INVALID
 
 
-def run_parallel(
-    items: list[Any],
-    work: Callable[[Any], Any],
-    workers: int,
-    description: str,
-    on_result: Callable[[Any, Any], None] | None = None,
-) -> list[Any]:
-    """Apply `work` to every item on `workers` threads with a progress bar; results in order."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    results: list[Any] = []
-    progress = Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=_stderr_console(),
-    )
-    with progress, ThreadPoolExecutor(max_workers=workers) as threads:
-        task = progress.add_task(description, total=len(items))
-        futures = [threads.submit(work, item) for item in items]
-        for item, future in zip(items, futures, strict=True):  # input order: deterministic output
-            result = future.result()
-            results.append(result)
-            progress.advance(task)
-            if on_result is not None:
-                on_result(item, result)
-    return results
-
-
 def _print_json_line(path: Path, report: Any) -> None:
     print(json.dumps({"file": str(path), "report": report.to_dict()}), flush=True)
-
-
-def _stderr_console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True)
 
 
 def _render(path: Path, report: Any) -> str:

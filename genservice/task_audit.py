@@ -147,7 +147,12 @@ def _judge(task: dict[str, Any], base: Path, pool: Any, limits: Any) -> Any:
 
         def judge_code(program: str) -> Report:
             return validate_code(
-                program, pool, tests=task["tests"], entry_point=task["entry_point"], limits=limits
+                program,
+                pool,
+                tests=task["tests"],
+                entry_point=task["entry_point"],
+                context=str(task.get("context") or ""),  # trusted helpers the tests may use
+                limits=limits,
             )
 
         return judge_code
@@ -198,7 +203,7 @@ def _audit_item(item: tuple[int, dict[str, Any]], base: Path, pool: Any, limits:
 
 def audit_command(args: argparse.Namespace) -> int:
     """Run the audit for the CLI; exit 0 when no task is broken, 1 otherwise."""
-    from genservice.cli import UsageError, open_pool, run_parallel, sandbox_limits
+    from genservice.cli_common import UsageError, open_pool, run_parallel, sandbox_limits
 
     path: Path = args.tasks_file
     try:

@@ -79,7 +79,7 @@ def audit(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, dict
         [
             sys.executable,
             "-m",
-            "genservice.cli",
+            "genservice",
             "validate-tasks",
             str(path),
             "--json",
@@ -138,7 +138,7 @@ def test_schema_errors_malformed_lines_and_duplicates_are_reported(
 
 def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "genservice.cli", "validate-tasks", str(tmp_path / "none.jsonl")],
+        [sys.executable, "-m", "genservice", "validate-tasks", str(tmp_path / "none.jsonl")],
         capture_output=True,
         text=True,
         timeout=60,

@@ -272,13 +272,14 @@ def run_once(
     options: dict[str, Any] | None = None,
     limits: Limits | None = None,
     isolation: Isolation | None = None,
+    preload: tuple[str, ...] = DEFAULT_PRELOAD,
 ) -> SandboxResult:
     """Run one program in a freshly started sandboxed interpreter (the slow reference path)."""
     isolation = isolation or Isolation()
     require(isolation)
     limits = limits or Limits()
     started = time.monotonic()
-    worker = Worker(isolation, DEFAULT_PRELOAD, once=True, limits=limits)
+    worker = Worker(isolation, preload, once=True, limits=limits)
     try:
         worker.wait_ready()
         return _exchange(worker, _job(runner, program, options, limits), limits, started)
@@ -291,8 +292,11 @@ def run_once(
 class OneShot:
     """The one-shot path behind the pool's interface: a fresh sandboxed interpreter per run."""
 
-    def __init__(self, isolation: Isolation | None = None) -> None:
+    def __init__(
+        self, isolation: Isolation | None = None, preload: tuple[str, ...] = DEFAULT_PRELOAD
+    ) -> None:
         self.isolation = isolation or Isolation()
+        self.preload = preload
 
     def run(
         self,
@@ -302,4 +306,4 @@ class OneShot:
         limits: Limits | None = None,
     ) -> SandboxResult:
         """Same as SandboxPool.run, without a warm worker."""
-        return run_once(runner, program, options, limits, self.isolation)
+        return run_once(runner, program, options, limits, self.isolation, self.preload)

@@ -1,0 +1,7 @@
+"""`python -m genservice` runs the command line."""
+
+import sys
+
+from genservice.cli import main
+
+sys.exit(main())
