@@ -16,7 +16,7 @@ def test_sample_is_valid_with_the_right_geometry(pool: SandboxPool, path: Path) 
     expected = expectation(path)
     report = validate_cad(path.read_text(), pool)
     assert report.valid, report.error
-    assert report.reward == pytest.approx(1.0)
+    assert report.reward > 0.8  # printability and stability weigh in, without gating a part
     metrics = report.metrics
     assert metrics["volume_mm3"] == pytest.approx(expected["volume_mm3"], rel=1e-3)
     assert metrics["solids"] == expected["solids"]
@@ -24,7 +24,10 @@ def test_sample_is_valid_with_the_right_geometry(pool: SandboxPool, path: Path) 
     assert metrics["kind"] == expected["kind"]
     # The host's own measurement of the tessellation agrees with the exact B-rep volume.
     assert metrics["mesh_volume_mm3"] == pytest.approx(expected["volume_mm3"], rel=0.02)
-    assert set(report.checks) == {"executes", "solid", "brep_valid", "watertight", "volume", "bbox"}
+    geometry = {"executes", "solid", "brep_valid", "watertight", "volume", "bbox"}
+    plausibility = {"overhang", "wall_thickness", "build_volume", "stability"}
+    assert set(report.checks) == geometry | plausibility
+    assert all(report.checks[name].passed for name in geometry)
 
 
 def test_samples_cover_the_modelling_operations() -> None:
