@@ -71,6 +71,49 @@ def time_checks(shapes: list[list[tuple[str, trimesh.Trimesh]]]) -> dict[str, fl
     return {name: 1000 * s / len(shapes) for name, s in seconds.items()}
 
 
+def _collector(store: list[Any]) -> Callable[..., None]:
+    def show_object(obj: Any, name: str | None = None, options: Any = None) -> None:
+        store.append(obj)
+
+    return show_object
+
+
+def time_guest_checks(count: int) -> dict[str, float]:
+    """Mean milliseconds per script of the checks computed inside the sandbox (run in-process)."""
+    import cadquery as cq
+
+    from validators.cad import guest
+
+    seconds = {
+        "execute script": 0.0,
+        "brep_valid (BRepAlgoAPI_Check)": 0.0,
+        "tessellation (for watertight)": 0.0,
+        "bbox + holes (for spec)": 0.0,
+    }
+    scripts = corpus(count)
+    for _name, source in track(scripts, description="timing sandbox-side checks"):
+        shown: list[Any] = []
+        namespace = {"show_object": _collector(shown)}
+        started = time.perf_counter()
+        exec(compile(source, "<program>", "exec"), namespace)
+        seconds["execute script"] += time.perf_counter() - started
+        _kind, parts = guest.collect_parts([(shown[0] if shown else namespace["result"], None)])
+        for part in parts:
+            solids = [solid for shape in part["shapes"] for solid in shape.Solids()]
+            compound = cq.Compound.makeCompound(solids)
+            started = time.perf_counter()
+            guest.invalid_reason(solids, compound, self_check=True)
+            seconds["brep_valid (BRepAlgoAPI_Check)"] += time.perf_counter() - started
+            started = time.perf_counter()
+            box = compound.BoundingBox()
+            len(guest._hole_axes(compound))
+            seconds["bbox + holes (for spec)"] += time.perf_counter() - started
+            started = time.perf_counter()
+            guest._mesh(compound, box, {})
+            seconds["tessellation (for watertight)"] += time.perf_counter() - started
+    return {name: 1000 * s / len(scripts) for name, s in seconds.items()}
+
+
 def compare_stability(shapes: list[list[tuple[str, trimesh.Trimesh]]]) -> dict[str, float]:
     """Agreement of the drop test and the analytic check, and their time ratio."""
     agree, drop_s, analytic_s = 0, 0.0, 0.0
@@ -125,7 +168,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/validators.json"))
     args = parser.parse_args()
     shapes = build_parts(args.parts)
-    costs = time_checks(shapes)
+    costs = time_guest_checks(args.parts) | time_checks(shapes)
     stability = compare_stability(shapes)
     humaneval = humaneval_throughput(args.humaneval, args.one_shot)
     print(f"cost per shape over {len(shapes)} corpus shapes (ms):")
