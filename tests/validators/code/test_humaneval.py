@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -34,16 +33,12 @@ def test_the_bundled_data_has_164_complete_tasks() -> None:
 
 @pytest.mark.slow
 def test_every_canonical_solution_passes(code_pool: SandboxPool) -> None:
-    started = time.perf_counter()
     with ThreadPoolExecutor(code_pool.size) as threads:
         reports = list(threads.map(lambda t: judge(code_pool, t, canonical_program(t)), TASKS))
-    elapsed = time.perf_counter() - started
     failed = {t["task_id"]: r.to_dict() for t, r in zip(TASKS, reports, strict=True) if not r.valid}
     assert not failed
     assert all(r.reward == 1.0 and r.checks["tests"].score == 1.0 for r in reports)
     assert sum(r.metrics["tests_total"] for r in reports) > 164  # each assertion is a test
-    print(f"\nHumanEval canonical: {len(TASKS) / elapsed:.1f} tasks/s ({elapsed:.1f} s)")
-    assert elapsed < 90
 
 
 def _replace_body(task: dict[str, Any], body: str) -> str:

@@ -77,7 +77,7 @@ def test_bad_meshes_fail_with_a_reason(check: Callable[..., Check], case: str) -
     argument = mesh if check in MESH_CHECKS else [("bad", mesh)]
     started = time.perf_counter()
     result = check(argument)
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started < 10  # bounded: no O(n) work on a rejected mesh
     assert not result.passed and result.score == 0.0
     assert reason in result.detail["reason"]
 
