@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import manifold3d
 import numpy as np
 import trimesh
 
@@ -59,3 +60,16 @@ def watertight_facts(mesh: trimesh.Trimesh) -> dict[str, Any]:
         "mesh_volume_mm3": volume,
         "triangles": len(mesh.faces),
     }
+
+
+def to_manifold(mesh: trimesh.Trimesh) -> manifold3d.Manifold:
+    """A manifold3d solid (double precision) for exact booleans; ValueError if not closed."""
+    solid = manifold3d.Manifold(
+        manifold3d.Mesh64(
+            vert_properties=np.ascontiguousarray(mesh.vertices, dtype=np.float64),
+            tri_verts=np.ascontiguousarray(mesh.faces, dtype=np.uint64),
+        )
+    )
+    if solid.status() != manifold3d.Error.NoError:
+        raise ValueError(f"mesh is not a closed manifold ({solid.status()})")
+    return solid

@@ -18,6 +18,8 @@ import numpy as np
 import trimesh
 from scipy.spatial import cKDTree
 
+from validators.cad.mesh import to_manifold
+
 CHAMFER_SAMPLES = 8192
 
 
@@ -37,15 +39,7 @@ def _manifold(mesh: trimesh.Trimesh) -> manifold3d.Manifold:
     if mesh.volume < 0:  # inside-out: booleans would give negative volumes
         mesh = mesh.copy()
         mesh.invert()
-    solid = manifold3d.Manifold(
-        manifold3d.Mesh(
-            vert_properties=np.asarray(mesh.vertices, dtype=np.float32),
-            tri_verts=np.asarray(mesh.faces, dtype=np.uint32),
-        )
-    )
-    if solid.status() != manifold3d.Error.NoError:
-        raise ValueError(f"mesh is not a closed manifold ({solid.status()})")
-    return solid
+    return to_manifold(mesh)
 
 
 def iou(a: trimesh.Trimesh, b: trimesh.Trimesh) -> float:

@@ -18,6 +18,7 @@ import numpy as np
 import trimesh
 from scipy.spatial import ConvexHull, QhullError
 
+from validators.cad.mesh import to_manifold as shared_to_manifold
 from validators.report import Check
 
 P = ParamSpec("P")
@@ -157,15 +158,10 @@ def _vet_closed(name: str, what: str, mesh: trimesh.Trimesh, shift: np.ndarray) 
 
 def to_manifold(mesh: trimesh.Trimesh) -> manifold3d.Manifold:
     """A manifold3d solid (double precision) from a vetted mesh."""
-    solid = manifold3d.Manifold(
-        manifold3d.Mesh64(
-            vert_properties=np.ascontiguousarray(mesh.vertices, dtype=np.float64),
-            tri_verts=np.ascontiguousarray(mesh.faces, dtype=np.uint64),
-        )
-    )
-    if solid.status() != manifold3d.Error.NoError:
-        raise InputError(f"mesh is not a closed manifold ({solid.status()})")
-    return solid
+    try:
+        return shared_to_manifold(mesh)
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
 
 
 def manifold_points(solid: manifold3d.Manifold) -> np.ndarray:
