@@ -5,8 +5,10 @@ argv[1] and writes one pickled (index, pieces) per mesh to stdout as soon as it 
 pieces is a list of (vertices, faces) arrays, or None when coacd failed on that mesh.
 """
 
+import ctypes
 import os
 import pickle
+import signal
 import sys
 
 import numpy as np
@@ -14,6 +16,8 @@ import numpy as np
 
 def main() -> None:
     """Decompose every job in the input file, streaming results."""
+    # Die with the validator that started us, even if it is killed outright.
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # coacd logs to stdout: send that to stderr so it cannot corrupt the results
     import coacd
