@@ -5,6 +5,8 @@
 - floor:    in-process exec with no isolation at all (what the pool cannot beat)
 
 Each script is validated by the three ways in turn, so that machine noise hits all of them alike.
+The checks are the geometry checks (executes … bbox): printability and physics run on the host
+after the sandbox, identically for all three ways, and are timed by bench/validators.py.
 Usage: .venv/bin/python -m bench.sandbox [--n 120] [--seed 0]
 """
 
@@ -19,8 +21,10 @@ from typing import Any
 from rich.progress import track
 
 from bench.cad_corpus import corpus
-from validators.cad.validate import validate_cad
+from validators.cad.validate import CadOptions, validate_cad
 from validators.sandbox import Limits, OneShot, SandboxPool, SandboxResult, Status
+
+GEOMETRY = CadOptions(printability=False, physics=False)
 
 
 class InProcess:
@@ -66,11 +70,11 @@ def main() -> None:
     with SandboxPool(size=1, limits=limits) as pool:
         ways["pool"] = pool
         for way in ways.values():  # warm-up: first-call costs are not what we measure
-            validate_cad(scripts[0][1], way, limits=limits)
+            validate_cad(scripts[0][1], way, limits=limits, options=GEOMETRY)
         for _name, source in track(scripts, description="validating 3 ways"):
             for way_name in ("pool", "floor", "one-shot"):
                 started = time.perf_counter()
-                report = validate_cad(source, ways[way_name], limits=limits)
+                report = validate_cad(source, ways[way_name], limits=limits, options=GEOMETRY)
                 seconds[way_name] += time.perf_counter() - started
                 verdicts[way_name].append(report.valid)
                 volumes[way_name].append(float(report.metrics.get("volume_mm3", 0.0)))

@@ -49,6 +49,7 @@ class Capture:
         self.open = True
 
     def pump(self) -> None:
+        """Read what is available; close at end of stream; keep at most `cap` bytes."""
         try:
             chunk = os.read(self.fd, 1 << 16)
         except BlockingIOError:
@@ -63,6 +64,7 @@ class Capture:
         self.data += chunk[: max(room, 0)]
 
     def text(self) -> str:
+        """What was kept, as text."""
         return self.data.decode("utf-8", errors="replace")
 
 
