@@ -289,3 +289,21 @@ def test_nothing_leaks_from_one_run_to_the_next(guarded: SandboxPool) -> None:
     for _ in range(guarded.size):  # whichever worker served the writer
         result = guarded.run("python", reader, limits=LIMITS)
         assert result.ok and result.stdout.split() == ["False"] * 4
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        "cq.Shape.Volume = lambda self: 1000.0",
+        "cq.Shape.isValid = lambda self: True",
+        "import validators.cad.guest as g\ng.describe_part = lambda part, options: {}",
+    ],
+)
+def test_patching_what_measures_the_shape_is_caught(guarded: SandboxPool, patch: str) -> None:
+    report = invalid(guarded, f"import cadquery as cq\n{patch}\n" + GOOD)
+    assert report.error and report.error.kind == "tamper"
+
+
+def test_patching_builtins_cannot_produce_a_valid_report(guarded: SandboxPool) -> None:
+    # Either the tamper check names it or the run breaks down: never a forged pass.
+    invalid(guarded, "import builtins\nbuiltins.len = lambda x: 1\n" + GOOD)

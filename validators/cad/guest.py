@@ -7,6 +7,8 @@ triangle mesh (float32 vertices, int32 triangles, base64) that the host checks i
 
 from __future__ import annotations
 
+import builtins
+import inspect
 import math
 import os
 from array import array
@@ -22,6 +24,7 @@ from OCP.TopAbs import TopAbs_REVERSED
 from OCP.TopLoc import TopLoc_Location
 
 from validators.cad.program import compile_program
+from validators.sandbox.guest import harness
 from validators.sandbox.protocol import pack_bytes
 
 # OCCT's shared thread pool must not start in the warm worker: a forked child would wait forever
@@ -203,6 +206,14 @@ def run_cad_script(source: str, options: dict[str, Any]) -> dict[str, Any]:
         "log": print,
     }
     exec(compile_program(source, options.get("parameters") or {}), namespace)
+    tampered = tampered_with()
+    if tampered:
+        return {
+            "problem": {
+                "kind": "tamper",
+                "message": "the script replaced what measures it: " + ", ".join(tampered[:5]),
+            }
+        }
     if not shown:
         if "result" not in namespace:
             return {
@@ -218,6 +229,92 @@ def run_cad_script(source: str, options: dict[str, Any]) -> dict[str, Any]:
         return {"problem": {"kind": problem.kind, "message": str(problem)}}
 
 
+def _measuring_code() -> dict[str, Any]:
+    """Everything the measurement relies on, as raw (static) objects to compare by identity."""
+    watched: dict[str, Any] = {}
+    for owner, names in (
+        (
+            cq.Shape,
+            (
+                "Volume",
+                "isValid",
+                "BoundingBox",
+                "Solids",
+                "Faces",
+                "moved",
+                "geomType",
+                "_uvBounds",
+                "normalAt",
+                "wrapped",
+                "cast",
+            ),
+        ),
+        (cq.Compound, ("makeCompound",)),
+        (cq.Workplane, ("vals",)),
+        (cq.Assembly, ("traverse", "children", "loc", "obj")),
+        (cq.Location, ("__mul__",)),
+        (cq.Vector, ("dot", "normalized", "toTuple", "__sub__", "__mul__")),
+        (BRepAlgoAPI_Check, ("IsValid", "__init__")),
+        (BRep_Tool, ("Triangulation_s",)),
+        (BRepMesh_IncrementalMesh, ("__init__",)),
+        (BRepAdaptor_Surface, ("Cylinder", "__init__")),
+        (
+            builtins,
+            (
+                "isinstance",
+                "len",
+                "sum",
+                "float",
+                "int",
+                "all",
+                "any",
+                "type",
+                "getattr",
+                "hasattr",
+                "round",
+                "set",
+                "list",
+                "tuple",
+                "min",
+                "max",
+                "abs",
+                "range",
+            ),
+        ),
+    ):
+        for name in names:
+            try:
+                watched[f"{getattr(owner, '__name__', owner)}.{name}"] = inspect.getattr_static(
+                    owner, name
+                )
+            except AttributeError:
+                continue
+    for name in (
+        "describe",
+        "describe_part",
+        "collect_parts",
+        "invalid_reason",
+        "_mesh",
+        "_hole_axes",
+        "_shapes_of",
+        "pack_bytes",
+        "array",
+    ):
+        watched[f"guest.{name}"] = globals()[name]
+    watched["harness._finish"] = harness._finish
+    watched["protocol.encode"] = harness.encode
+    return watched
+
+
+def tampered_with() -> list[str]:
+    """Names of measuring code the program replaced (monkeypatching to forge its own facts)."""
+    return sorted(
+        name
+        for name, original in _measuring_code().items()
+        if MEASURING_CODE.get(name) is not original
+    )
+
+
 def load_step_file(source: str, options: dict[str, Any]) -> dict[str, Any]:
     """Runner "cad_step": import STEP text (a trusted reference) and describe it like a script."""
     path = os.path.join(os.getcwd(), "reference.step")
@@ -225,6 +322,10 @@ def load_step_file(source: str, options: dict[str, Any]) -> dict[str, Any]:
         handle.write(source)
     shape = cq.importers.importStep(path)
     return describe([(shape, "reference")], options)
+
+
+# Taken at import, in the warm worker, before any program runs.
+MEASURING_CODE: dict[str, Any] = _measuring_code()
 
 
 WARM_UP_SCRIPT = """
