@@ -207,8 +207,3 @@ class ResourceGroup:
             except OSError:
                 pass
         self.paths = []
-
-
-def cgroups_needed() -> bool:
-    """True when RLIMIT_NPROC alone cannot bound the sandbox (running as root)."""
-    return os.geteuid() == 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -33,7 +33,6 @@ class SandboxResult:
     error: dict[str, Any] | None = None  # {"kind", "message", "line"}
     exit_code: int | None = None
     signal: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
