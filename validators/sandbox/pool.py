@@ -208,12 +208,19 @@ class SandboxPool:
             if not self._closed:
                 self._spawn_requests.put(True)
 
+    def _next_idle(self) -> Worker:
+        # Bounded: if workers keep failing to start, a run fails with a reason instead of hanging.
+        try:
+            return self._idle.get(timeout=STARTUP_TIMEOUT_S + REPLY_GRACE_S)
+        except queue.Empty:
+            raise WorkerDied("no sandbox worker became available (they fail to start)") from None
+
     @contextlib.contextmanager
     def _checkout(self) -> Iterator[Worker]:
-        worker = self._idle.get()
+        worker = self._next_idle()
         while not worker.alive():  # died while idle (killed from outside): replace, take another
             self._replace(worker)
-            worker = self._idle.get()
+            worker = self._next_idle()
         healthy = True
         try:
             yield worker
