@@ -19,6 +19,7 @@ import trimesh
 from scipy.spatial import ConvexHull, QhullError
 
 from validators.cad.mesh import to_manifold as shared_to_manifold
+from validators.physics.options import PhysicsOptions
 from validators.report import Check
 
 P = ParamSpec("P")
@@ -112,6 +113,16 @@ def vet_mesh(mesh: trimesh.Trimesh, *, max_triangles: int) -> trimesh.Trimesh:
     """One checked mesh, moved so its bbox is centred in X, Y and starts at Z=0."""
     parts = vet_parts([("mesh", mesh)], max_parts=1, max_triangles=max_triangles, single=True)
     return parts[0].mesh
+
+
+def vet_scene(parts: Sequence[tuple[str, trimesh.Trimesh]], options: PhysicsOptions) -> list[Part]:
+    """vet_parts with the limits a PhysicsOptions sets."""
+    return vet_parts(
+        parts,
+        max_parts=options.max_parts,
+        max_triangles=options.max_triangles,
+        max_size_mm=options.max_size_mm,
+    )
 
 
 def _what(name: str, single: bool) -> str:

@@ -24,7 +24,7 @@ from validators.physics.meshes import (
     manifold_points,
     never_raises,
     to_manifold,
-    vet_parts,
+    vet_scene,
 )
 from validators.physics.options import PhysicsOptions
 from validators.report import Check
@@ -37,12 +37,7 @@ HAIR = 1e-6  # of the scene size: moves overlap volumes by area × 1e-6 × size,
 def _vetted(
     parts: list[tuple[str, trimesh.Trimesh]], options: PhysicsOptions
 ) -> tuple[list[Part], list[manifold3d.Manifold]]:
-    vetted = vet_parts(
-        parts,
-        max_parts=options.max_parts,
-        max_triangles=options.max_triangles,
-        max_size_mm=options.max_size_mm,
-    )
+    vetted = vet_scene(parts, options)
     return vetted, [to_manifold(part.mesh) for part in vetted]
 
 

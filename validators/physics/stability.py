@@ -29,7 +29,7 @@ import numpy as np
 import trimesh
 
 from validators.physics.decompose import collision_shapes
-from validators.physics.meshes import InputError, Part, hull_margin, never_raises, vet_parts
+from validators.physics.meshes import InputError, Part, hull_margin, never_raises, vet_scene
 from validators.physics.mjcf import GRAVITY_MM_S2, Body, scene_xml
 from validators.physics.options import PhysicsOptions
 from validators.report import Check
@@ -52,12 +52,7 @@ def stability(
 ) -> Check:
     """Drop the parts on the ground in MuJoCo, nudge them, and see whether they stay put."""
     options = options or PhysicsOptions()
-    vetted = vet_parts(
-        parts,
-        max_parts=options.max_parts,
-        max_triangles=options.max_triangles,
-        max_size_mm=options.max_size_mm,
-    )
+    vetted = vet_scene(parts, options)
     reach = REACH_FRACTION * max(part.size for part in vetted)
     shapes = collision_shapes(
         vetted,
@@ -189,12 +184,7 @@ def stability_analytic(
 ) -> Check:
     """Fast reference: the scene's centre of mass lies over its support polygon, with a margin."""
     options = options or PhysicsOptions()
-    vetted = vet_parts(
-        parts,
-        max_parts=options.max_parts,
-        max_triangles=options.max_triangles,
-        max_size_mm=options.max_size_mm,
-    )
+    vetted = vet_scene(parts, options)
     com = _centre_of_mass(vetted)
     points = np.concatenate([np.asarray(part.mesh.vertices) for part in vetted])
     size = float(np.ptp(points, axis=0).max())
