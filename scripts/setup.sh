@@ -53,6 +53,22 @@ install_python_packages() {
   echo "$want" > "$stamp"
 }
 
+install_node_tools() {
+  # The Khronos glTF validator checks every GLB the exporters write (tests, `genservice export`).
+  local dir=tools/gltf-validator
+  command -v npm >/dev/null || { say "please install Node.js 20 and npm"; exit 1; }
+  local want
+  want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+  if [ -f "$dir/node_modules/.genservice-stamp" ] && \
+     [ "$(cat "$dir/node_modules/.genservice-stamp")" = "$want" ]; then
+    return 0
+  fi
+  say "installing the glTF validator (npm ci in $dir)"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$want" > "$dir/node_modules/.genservice-stamp"
+}
+
 install_debian_packages
 install_python_packages
+install_node_tools
 say "ready ($VENV)"

@@ -18,6 +18,7 @@ import cadquery as cq
 from OCP.BRep import BRep_Tool
 from OCP.BRepAdaptor import BRepAdaptor_Surface
 from OCP.BRepAlgoAPI import BRepAlgoAPI_Check
+from OCP.BRepLib import BRepLib_ToolTriangulatedShape
 from OCP.BRepMesh import BRepMesh_IncrementalMesh
 from OCP.OSD import OSD_ThreadPool
 from OCP.TopAbs import TopAbs_REVERSED
@@ -107,12 +108,14 @@ def _hole_axes(shape: cq.Shape) -> set[tuple[float, ...]]:
 
 
 def _mesh(shape: cq.Shape, box: Any, options: dict[str, Any]) -> dict[str, Any]:
-    """Triangles of every face, in model coordinates, wound outward."""
+    """Triangles of every face, in model coordinates, wound outward (with surface normals
+    per vertex when options["normals"] is set, as exporters want for smooth shading)."""
     tolerance = options.get("mesh_tolerance") or max(1e-3, 1e-3 * box.DiagonalLength)
     # Serial meshing, for the same reason as the one-thread pool above.
     angular = options.get("angular_tolerance", 0.2)
     BRepMesh_IncrementalMesh(shape.wrapped, tolerance, False, angular, False)
-    coords, indices = array("f"), array("i")
+    coords, indices, normals = array("f"), array("i"), array("f")
+    with_normals = bool(options.get("normals"))
     offset = 0
     for face in shape.Faces():
         location = TopLoc_Location()
@@ -129,6 +132,8 @@ def _mesh(shape: cq.Shape, box: Any, options: dict[str, Any]) -> dict[str, Any]:
             for i in range(1, count + 1):
                 coords.extend(node(i).Transformed(transform).Coord())
         reverse = face.wrapped.Orientation() == TopAbs_REVERSED
+        if with_normals:
+            normals.extend(_face_normals(face, triangulation, location, reverse))
         triangle = triangulation.Triangle
         for i in range(1, triangulation.NbTriangles() + 1):
             a, b, c = triangle(i).Get()
@@ -136,7 +141,25 @@ def _mesh(shape: cq.Shape, box: Any, options: dict[str, Any]) -> dict[str, Any]:
                 b, c = c, b
             indices.extend((a - 1 + offset, b - 1 + offset, c - 1 + offset))
         offset += count
-    return {"vertices": pack_bytes(coords.tobytes()), "triangles": pack_bytes(indices.tobytes())}
+    mesh = {"vertices": pack_bytes(coords.tobytes()), "triangles": pack_bytes(indices.tobytes())}
+    if with_normals:
+        mesh["normals"] = pack_bytes(normals.tobytes())
+    return mesh
+
+
+def _face_normals(face: cq.Face, triangulation: Any, location: Any, reverse: bool) -> array:
+    """Unit surface normals at a face's triangulation nodes, pointing out of the solid."""
+    if not triangulation.HasNormals():
+        BRepLib_ToolTriangulatedShape.ComputeNormals_s(face.wrapped, triangulation)
+    transform = None if location.IsIdentity() else location.Transformation()
+    sign = -1.0 if reverse else 1.0
+    out = array("f")
+    for i in range(1, triangulation.NbNodes() + 1):
+        normal = triangulation.Normal(i)
+        if transform is not None:
+            normal = normal.Transformed(transform)
+        out.extend((sign * normal.X(), sign * normal.Y(), sign * normal.Z()))
+    return out
 
 
 def invalid_reason(solids: list[cq.Solid], compound: cq.Shape, self_check: bool) -> str | None:
@@ -192,8 +215,12 @@ def describe(objects: list[tuple[Any, str | None]], options: dict[str, Any]) -> 
     }
 
 
-def run_cad_script(source: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Runner "cad": execute the script (result = ... or show_object(...)) and describe it."""
+def execute_script(source: str, options: dict[str, Any]) -> list[tuple[Any, str | None]]:
+    """Run a script (result = ... or show_object(...)); what it showed, with the names given.
+
+    Raises ResultProblem when there is nothing to describe or the script replaced the code
+    that measures it.
+    """
     shown: list[tuple[Any, str | None]] = []
 
     def show_object(obj: Any, name: str | None = None, options: Any = None, **_: Any) -> None:
@@ -208,23 +235,22 @@ def run_cad_script(source: str, options: dict[str, Any]) -> dict[str, Any]:
     exec(compile_program(source, options.get("parameters") or {}), namespace)
     tampered = tampered_with()
     if tampered:
-        return {
-            "problem": {
-                "kind": "tamper",
-                "message": "the script replaced what measures it: " + ", ".join(tampered[:5]),
-            }
-        }
+        raise ResultProblem(
+            "tamper", "the script replaced what measures it: " + ", ".join(tampered[:5])
+        )
     if not shown:
         if "result" not in namespace:
-            return {
-                "problem": {
-                    "kind": "no_result",
-                    "message": "the script neither assigns `result` nor calls show_object(...)",
-                }
-            }
+            raise ResultProblem(
+                "no_result", "the script neither assigns `result` nor calls show_object(...)"
+            )
         shown = [(namespace["result"], None)]
+    return shown
+
+
+def run_cad_script(source: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Runner "cad": execute the script and describe what it built."""
     try:
-        return describe(shown, options)
+        return describe(execute_script(source, options), options)
     except ResultProblem as problem:
         return {"problem": {"kind": problem.kind, "message": str(problem)}}
 
@@ -295,6 +321,7 @@ def _measuring_code() -> dict[str, Any]:
         "collect_parts",
         "invalid_reason",
         "_mesh",
+        "_face_normals",
         "_hole_axes",
         "_shapes_of",
         "pack_bytes",
