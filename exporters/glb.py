@@ -20,7 +20,7 @@ JSON_CHUNK = 0x4E4F534A
 BIN_CHUNK = 0x004E4942
 ARRAY_BUFFER = 34962
 ELEMENT_ARRAY_BUFFER = 34963
-COMPONENT_TYPES = {
+COMPONENT_TYPES: dict[np.dtype, int] = {
     np.dtype(np.int8): 5120,
     np.dtype(np.uint8): 5121,
     np.dtype(np.int16): 5122,
@@ -57,7 +57,8 @@ class BufferBuilder:
     def view(self, payload: bytes, target: int | None = None, stride: int | None = None) -> int:
         """Append bytes as a buffer view (4-byte aligned); return its index."""
         self.data.extend(b"\0" * (-len(self.data) % 4))
-        view: dict[str, Any] = {"buffer": 0, "byteOffset": len(self.data), "byteLength": len(payload)}
+        view: dict[str, Any] = {"buffer": 0, "byteOffset": len(self.data)}
+        view["byteLength"] = len(payload)
         if target is not None:
             view["target"] = target
         if stride is not None:

@@ -170,6 +170,14 @@ def _failure(
     )
 
 
+@dataclass(frozen=True)
+class CadRun:
+    """A checked script run: its Report, and the sandbox's payload when the script ran."""
+
+    report: Report
+    payload: dict[str, Any] | None
+
+
 def validate_cad(
     source: str,
     executor: Executor,
@@ -182,6 +190,32 @@ def validate_cad(
     domain: str = "cad",
 ) -> Report:
     """Run and check one CadQuery script (domain "cad", or "scene" with physics expectations)."""
+    return run_cad(
+        source,
+        executor,
+        spec=spec,
+        reference=reference,
+        parameters=parameters,
+        limits=limits,
+        options=options,
+        domain=domain,
+    ).report
+
+
+def run_cad(
+    source: str,
+    executor: Executor,
+    *,
+    spec: dict[str, Any] | None = None,
+    reference: trimesh.Trimesh | None = None,
+    parameters: dict[str, Any] | None = None,
+    limits: Limits | None = None,
+    options: CadOptions | None = None,
+    domain: str = "cad",
+    runner: str = "cad",
+    runner_options: dict[str, Any] | None = None,
+) -> CadRun:
+    """validate_cad, keeping the payload; `runner` may be one that adds to it (e.g. exports)."""
     if domain not in CAD_DOMAINS:
         raise ValueError(f"validate_cad handles the domains {CAD_DOMAINS}, not {domain!r}")
     options = options or CadOptions()
@@ -189,14 +223,14 @@ def validate_cad(
         values, found = resolve_parameters(source, parameters or {})
     except ProgramError as exc:
         checks = {"executes": Check(0.0, False, {"stage": "parse"})}
-        return _failure(domain, exc.kind, exc.message, exc.line, checks, {}, {})
+        return CadRun(_failure(domain, exc.kind, exc.message, exc.line, checks, {}, {}), None)
     params = parameters_json(found)
-    result = executor.run(
-        "cad",
-        source,
-        {"parameters": values, "check_self_intersection": options.check_self_intersection},
-        limits,
-    )
+    run_options = {
+        **(runner_options or {}),
+        "parameters": values,
+        "check_self_intersection": options.check_self_intersection,
+    }
+    result = executor.run(runner, source, run_options, limits)
     metrics: dict[str, Any] = {
         "duration_s": round(result.duration_s, 4),
         "peak_memory_mb": round(result.peak_memory_mb, 1),
@@ -205,7 +239,7 @@ def validate_cad(
         error = result.error or {}
         detail = {"status": result.status.value, "stderr": result.stderr[-2000:]}
         checks = {"executes": Check(0.0, False, detail)}
-        return _failure(
+        failure = _failure(
             domain,
             str(error.get("kind") or result.status.value),
             str(error.get("message") or f"the run ended with status {result.status.value}"),
@@ -214,16 +248,18 @@ def validate_cad(
             metrics,
             params,
         )
+        return CadRun(failure, None)
     payload = result.payload
     if payload.get("problem"):
         problem = payload["problem"]
         checks = {"executes": Check(0.0, False, {"status": "no usable result"})}
-        return _failure(domain, problem["kind"], problem["message"], None, checks, metrics, params)
+        kind, message = problem["kind"], problem["message"]
+        return CadRun(_failure(domain, kind, message, None, checks, metrics, params), None)
     try:
-        return _check_geometry(payload, metrics, params, spec, reference, options, domain)
+        report = _check_geometry(payload, metrics, params, spec, reference, options, domain)
     except (MeshError, KeyError, TypeError, ValueError) as exc:
         checks = {"executes": Check(1.0, True, {"status": "ok"})}
-        return _failure(
+        malformed = _failure(
             domain,
             "payload",
             f"the sandbox returned malformed geometry: {exc}",
@@ -232,6 +268,8 @@ def validate_cad(
             metrics,
             params,
         )
+        return CadRun(malformed, None)
+    return CadRun(report, payload)
 
 
 def _check_geometry(

@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 GUEST_ROOT = "/opt/genservice"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the `validators` package
+# Packages whose guest-side code runs in the sandbox (exporters writes STEP next to the B-rep).
+GUEST_PACKAGES = ("validators", "exporters")
 SANDBOX_UID = 65534
 UNSAFE_WARNING = (
     "UNSAFE SANDBOX MODE: untrusted programs run WITHOUT isolation (no bubblewrap). They can "
@@ -77,6 +79,13 @@ def _interpreter_mounts() -> list[str]:
     return args
 
 
+def _package_mounts() -> list[str]:
+    args = []
+    for name in GUEST_PACKAGES:
+        args += ["--ro-bind", str(PACKAGE_DIR.parent / name), f"{GUEST_ROOT}/{name}"]
+    return args
+
+
 def bwrap_command(python_args: list[str]) -> list[str]:
     """The full bubblewrap command line that runs `python python_args...` in the sandbox."""
     bwrap = shutil.which("bwrap") or "bwrap"
@@ -91,7 +100,7 @@ def bwrap_command(python_args: list[str]) -> list[str]:
         "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
         # After /tmp: an interpreter or venv that lives under the host's /tmp stays visible.
         *_interpreter_mounts(),
-        "--ro-bind", str(PACKAGE_DIR), f"{GUEST_ROOT}/validators",
+        *_package_mounts(),
         "--remount-ro", "/", "--remount-ro", "/dev",  # only /tmp is writable
         "--chdir", "/tmp",
         "--clearenv",

@@ -25,7 +25,7 @@ from validators.sandbox.limits import Limits
 from validators.sandbox.protocol import HEADER, ProtocolError, decode_body, encode
 from validators.sandbox.result import SandboxResult, Status, sandbox_failure
 
-DEFAULT_PRELOAD = ("cadquery", "validators.cad.guest")
+DEFAULT_PRELOAD = ("cadquery", "validators.cad.guest", "exporters.cad_guest")
 STARTUP_TIMEOUT_S = 120.0
 REPLY_GRACE_S = 10.0  # the worker enforces the run's limits itself; this covers a wedged worker
 WORKER_BASE_MEMORY_MB = 1024

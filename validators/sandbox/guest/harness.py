@@ -26,6 +26,8 @@ RUNNERS: dict[str, str] = {
     "cad": "validators.cad.guest:run_cad_script",
     "cad_step": "validators.cad.guest:load_step_file",
     "code": "validators.code.guest:run_code_task",
+    # Export reuses the CAD run and adds normals and STEP (the exporters' guest side).
+    "cad_export": "exporters.cad_guest:run_cad_export",
 }
 
 
