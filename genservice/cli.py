@@ -9,7 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genservice.cli_common import UsageError, open_pool, run_parallel, sandbox_limits
+from genservice.cli_common import (
+    UsageError,
+    open_pool,
+    parse_params,
+    run_parallel,
+    sandbox_limits,
+)
+from genservice.cli_export import add_export_commands, export_command, provenance_command
 
 EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -61,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--timeout", type=float, help="seconds per program (default 10)")
     tasks.add_argument("--workers", type=int, help="parallel sandbox workers")
     tasks.add_argument("--json", action="store_true", help="one JSON line per task")
+    add_export_commands(sub)
     return parser
 
 
@@ -78,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
             from genservice.task_audit import audit_command
 
             return audit_command(args)
+        if args.command == "export":
+            return export_command(args)
+        if args.command == "provenance":
+            return provenance_command(args)
     except UsageError as exc:
         print(f"genservice {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -102,16 +114,6 @@ def _collect(paths: list[str]) -> list[Path]:
         else:
             raise UsageError(f"no such file: {path}")
     return files
-
-
-def _parse_params(items: list[str]) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip().isidentifier():
-            raise UsageError(f"--param expects NAME=VALUE, got {item!r}")
-        params[name.strip()] = value.strip()
-    return params
 
 
 def _load_spec(path: Path | None) -> dict[str, Any] | None:
@@ -147,7 +149,7 @@ def _validate(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot read tests {args.tests}: {exc}") from exc
     elif args.tests or args.entry_point:
         raise UsageError("--tests and --entry-point apply to --domain code")
-    params = _parse_params(args.param)
+    params = parse_params(args.param)
     spec = _load_spec(args.spec)
     limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
     workers = min(workers, len(files) + (args.reference is not None))

@@ -12,6 +12,17 @@ class UsageError(Exception):
     """Bad command-line input: printed, exit status 2."""
 
 
+def parse_params(items: list[str]) -> dict[str, str]:
+    """--param NAME=VALUE items as a dict (values stay text; the program's types decide)."""
+    params: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise UsageError(f"--param expects NAME=VALUE, got {item!r}")
+        params[name.strip()] = value.strip()
+    return params
+
+
 def sandbox_limits(timeout: float | None, workers: int | None) -> tuple[Any, int, Any]:
     """Limits, worker count and isolation from the settings and the command-line overrides."""
     from genservice.config import load_settings
