@@ -3,15 +3,16 @@ what exporting needs.
 
 The payload is the validation payload (validators/cad/guest.py, so the Report is the same as
 for `validate`) with per-vertex normals in every part's mesh, plus the STEP file when asked for:
-the exact B-rep only exists inside the sandbox, so STEP is written there.
+the exact B-rep only exists inside the sandbox, so STEP is written (and read back to check it)
+there.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from exporters.step import step_bytes
-from validators.cad.guest import ResultProblem, describe, execute_script
+from exporters.step import check_round_trip, step_bytes
+from validators.cad.guest import ResultProblem, collect_parts, describe, execute_script
 from validators.sandbox.protocol import pack_bytes
 
 
@@ -26,7 +27,12 @@ def run_cad_export(source: str, options: dict[str, Any]) -> dict[str, Any]:
     sound = payload["parts"] and all(p["valid"] and p["solids"] for p in payload["parts"])
     if header is not None and sound:
         try:
-            payload["step"] = pack_bytes(step_bytes(shown, header))
+            data = step_bytes(shown, header)
+            solids = [
+                s for part in collect_parts(shown)[1] for sh in part["shapes"] for s in sh.Solids()
+            ]
+            payload["step_check"] = check_round_trip(data, solids)
+            payload["step"] = pack_bytes(data)
         except Exception as exc:  # OCCT refused: the other formats can still be written
             payload["step_error"] = f"{type(exc).__name__}: {exc}"[:500]
     return payload

@@ -65,6 +65,7 @@ class ExportResult:
     manifest: Path
     report: Report
     provenance: Provenance
+    checks: dict[str, Any] = field(default_factory=dict)
 
 
 def safe_stem(name: str) -> str:
@@ -126,8 +127,9 @@ def export_script(
     files = {
         fmt: _write_atomic(out_dir / (stem + SUFFIXES[fmt]), data) for fmt, data in contents.items()
     }
-    manifest = write_manifest(provenance, files, report.to_dict(), out_dir)
-    return ExportResult(files, manifest, report, provenance)
+    checks = {"step": run.payload["step_check"]} if "step" in files else {}
+    manifest = write_manifest(provenance, files, report.to_dict(), out_dir, checks)
+    return ExportResult(files, manifest, report, provenance, checks)
 
 
 def _writers(

@@ -136,7 +136,11 @@ def _draco_primitive(
     }
     normal = {"componentType": 5126, "count": len(decoded_points), "type": "VEC3"}
     index_type = 5123 if len(decoded_points) < 65536 else 5125
-    indices = {"componentType": index_type, "count": int(np.asarray(decoded.faces).size)}
+    indices = {
+        "componentType": index_type,
+        "count": int(np.asarray(decoded.faces).size),
+        "type": "SCALAR",
+    }
     accessors.extend([position, normal, indices])
     first = len(accessors) - 3
     return {

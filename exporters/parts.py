@@ -65,6 +65,23 @@ def unique_names(names: list[str]) -> list[str]:
     return out
 
 
+def drop_collapsed(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """Triangles without those that have two corners at the same point.
+
+    OCCT's meshes of some faces (sweep seams, poles) contain such slivers; they have no area
+    but leave edges used three times, so a reader would see the mesh as not watertight.
+    Points count as the same at the precision validation welds them (1e-5 mm).
+    """
+    _, ids = np.unique(np.round(vertices, 5), axis=0, return_inverse=True)
+    corner = ids.reshape(-1)[triangles]
+    keep = (
+        (corner[:, 0] != corner[:, 1])
+        & (corner[:, 1] != corner[:, 2])
+        & (corner[:, 0] != corner[:, 2])
+    )
+    return np.ascontiguousarray(triangles[keep])
+
+
 def parts_from_payload(payload: dict[str, Any]) -> list[PartMesh]:
     """The meshed parts of a sandbox payload; raise PartsError when there are none."""
     parts: list[PartMesh] = []
@@ -86,6 +103,7 @@ def parts_from_payload(payload: dict[str, Any]) -> list[PartMesh]:
             raise PartsError(f"part {name!r} has non-finite vertices")
         if normals is not None and normals.shape != vertices.shape:
             raise PartsError(f"part {name!r} has {len(normals)} normals for {len(vertices)} points")
+        triangles = drop_collapsed(vertices, triangles)
         parts.append(PartMesh(name, vertices, triangles, normals, _color(part.get("color"))))
     if not parts:
         raise PartsError("the script built no solid geometry to export")

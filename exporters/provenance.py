@@ -193,9 +193,13 @@ def make_provenance(
 
 
 def build_manifest(
-    provenance: Provenance, files: dict[str, Path], report: dict[str, Any]
+    provenance: Provenance,
+    files: dict[str, Path],
+    report: dict[str, Any],
+    checks: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The manifest of an export: provenance, the Report and the sha256 of each file."""
+    """The manifest of an export: provenance, the Report, the exporters' own read-back checks
+    and the sha256 of each file."""
     manifest: dict[str, Any] = {
         "manifest_version": MANIFEST_VERSION,
         "id": provenance.id,
@@ -205,6 +209,7 @@ def build_manifest(
         "program": {"sha256": provenance.program_sha256, "parameters": provenance.parameters},
         "generation": provenance.record.to_dict(),
         "report": report,
+        "export_checks": checks or {},
         "software": software_versions(),
         "files": [
             {
@@ -221,11 +226,15 @@ def build_manifest(
 
 
 def write_manifest(
-    provenance: Provenance, files: dict[str, Path], report: dict[str, Any], folder: Path
+    provenance: Provenance,
+    files: dict[str, Path],
+    report: dict[str, Any],
+    folder: Path,
+    checks: dict[str, Any] | None = None,
 ) -> Path:
     """Write the sidecar manifest next to the files; return its path."""
     path = folder / provenance.manifest_name
-    manifest = build_manifest(provenance, files, report)
+    manifest = build_manifest(provenance, files, report, checks)
     path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return path
 
