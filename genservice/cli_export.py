@@ -79,6 +79,7 @@ def export_command(args: argparse.Namespace) -> int:
         record = GenerationRecord.for_script(args.script)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    parameters = parse_params(args.param)
     if args.output.exists() and not args.output.is_dir():
         raise UsageError(f"{args.output} exists and is not a directory")
     limits, _, isolation = sandbox_limits(args.timeout, 1)
@@ -89,7 +90,7 @@ def export_command(args: argparse.Namespace) -> int:
                 args.output,
                 pool,
                 stem=args.name or args.script.stem,
-                parameters=parse_params(args.param),
+                parameters=parameters,
                 record=record,
                 options=options,
                 limits=limits,
