@@ -15,7 +15,7 @@ import trimesh
 from exporters import gltf_validator
 from exporters.parts import PartMesh
 from exporters.samples import FOLDER
-from exporters.splat import read_ply, read_spz, read_splat_glb
+from exporters.splat import read_ply, read_splat_glb, read_spz
 from exporters.splat_render import silhouette_iou
 
 ALL_FORMATS = "glb,step,stl,3mf,ply,spz,splat-glb"
@@ -47,7 +47,7 @@ def table(tmp_path_factory) -> tuple[Path, dict]:
 
 
 def test_export_writes_every_format_and_a_manifest(table):
-    out, result = table
+    _, result = table
     formats = {f["format"] for f in result["files"]}
     assert formats == set(ALL_FORMATS.split(","))
     assert result["report"]["valid"] is True
