@@ -35,7 +35,8 @@ from exporters.glb import accessor_array, read_glb, to_gltf_axes
 from exporters.gltf import glb_bytes
 from exporters.parts import PartMesh, parts_from_payload
 from exporters.samples import sample_names, sample_source
-from exporters.splat import gaussians_from_parts, write_splats
+from exporters.splat import gaussians_from_parts, read_splat_glb, write_splats
+from exporters.splat_render import silhouette_iou
 from exporters.stl import stl_bytes
 from exporters.threemf import threemf_bytes
 from validators.sandbox import Limits, SandboxPool
@@ -113,7 +114,7 @@ def _trimesh_scene(parts: list[PartMesh]) -> trimesh.Scene:
     return scene
 
 
-def run_ours(pool: SandboxPool, name: str) -> dict[str, Any]:
+def run_ours(pool: SandboxPool, name: str, splat_iou: bool = False) -> dict[str, Any]:
     """Our pipeline on one sample: sandbox run (with and without STEP), then each writer."""
     source = sample_source(name)
     mesh_s, plain = _timed(lambda: pool.run("cad_export", source, {"step": None}, LIMITS))
@@ -149,6 +150,8 @@ def run_ours(pool: SandboxPool, name: str) -> dict[str, Any]:
         seconds, data = _timed(lambda fmt=fmt: scene.export(file_type=fmt))  # type: ignore[misc]
         row["trimesh_seconds"][fmt], row["trimesh_bytes"][fmt] = seconds, len(data)
     row["glb_error_mm"] = compression_errors(parts, blobs)
+    if splat_iou:  # the splats against the mesh, 6 views at 256 px (read back from the GLB)
+        row["splat_iou"] = silhouette_iou(read_splat_glb(blobs["splat-glb"]), parts, views=6)
     return row
 
 
@@ -206,6 +209,11 @@ def summarise(ours: list[dict[str, Any]], stock: list[dict[str, Any]]) -> dict[s
         )
         table[fmt]["max_error_mm"] = max(r["glb_error_mm"][fmt] for r in ours)
     sandbox_ms = statistics.median(r["sandbox_s"] for r in ours) * 1000
+    splat_iou = {
+        r["name"]: {"min": min(r["splat_iou"]), "mean": statistics.mean(r["splat_iou"])}
+        for r in ours
+        if "splat_iou" in r
+    }
     all_ours = statistics.median(
         r["sandbox_s"] + sum(r["seconds"][f] for f in ("step", "glb", "stl", "3mf")) for r in ours
     )
@@ -217,6 +225,7 @@ def summarise(ours: list[dict[str, Any]], stock: list[dict[str, Any]]) -> dict[s
         "sandbox_run_ms": sandbox_ms,
         "all_four_formats_ms": {"ours": all_ours * 1000, "stock_cadquery": all_stock * 1000},
         "all_four_formats_time_ratio": all_ours / all_stock,
+        "splat_silhouette_iou": splat_iou,
     }
 
 
@@ -229,7 +238,10 @@ def main() -> None:
     names = sample_names()
     with SandboxPool(size=1, limits=LIMITS) as pool:
         work = [n for n in names for _ in range(args.repeats)]
-        ours = [run_ours(pool, name) for name in track(work, description="ours")]
+        ours = [
+            run_ours(pool, name, splat_iou=index % args.repeats == 0)
+            for index, name in enumerate(track(work, description="ours"))
+        ]
     stock = run_stock(args.repeats)
     summary = summarise(ours, stock)
     print(f"median over {len(names)} samples x {args.repeats} runs")
@@ -256,6 +268,8 @@ def main() -> None:
             f"trimesh {fmt} writer on our mesh: {row['trimesh_ms']:.1f} ms, "
             f"{row['trimesh_bytes'] / 1024:.1f} KB (ours {row['ours_ms']:.1f} ms)"
         )
+    for name, iou in summary["splat_silhouette_iou"].items():
+        print(f"splat silhouette IoU {name:12s} min {iou['min']:.3f} mean {iou['mean']:.3f}")
     both = summary["all_four_formats_ms"]
     print(
         f"script + all four (STEP, GLB, STL, 3MF): ours {both['ours']:.0f}"
