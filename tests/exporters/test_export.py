@@ -71,6 +71,7 @@ def test_every_glb_passes_the_khronos_validator(exports, pool, tmp_path):
 def test_a_10_mm_cube_is_a_centimetre_in_gltf_with_y_up(pool, tmp_path):
     source = "import cadquery as cq\nresult = cq.Workplane().box(10, 20, 30).translate((0, 0, 15))"
     result = export_script(source, tmp_path, pool, options=ExportOptions(formats=("glb",)))
+    assert gltf_validator.validate_files([result.files["glb"]])[0].clean
     mesh = _loaded_mesh(result.files["glb"])
     # x stays x, CAD z (30 mm, resting on the ground) becomes glTF y, CAD y becomes glTF -z.
     assert np.allclose(mesh.extents, [0.010, 0.030, 0.020], atol=1e-7)
@@ -148,6 +149,7 @@ def test_a_generated_program_is_marked_trained_algorithmic_media(pool, tmp_path)
     assert len(manifest["generation"]["prompt_sha256"]) == 64
     doc, _ = read_glb(result.files["glb"].read_bytes())
     assert doc["asset"]["extras"]["provenance"]["digital_source_type"] == GENERATED
+    assert gltf_validator.validate_files([result.files["glb"]])[0].clean
 
 
 def test_quantized_and_draco_glbs_reproduce_the_geometry(exports, pool, tmp_path):

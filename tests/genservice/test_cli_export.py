@@ -93,6 +93,7 @@ def test_splat_files_reproduce_the_exported_mesh(table):
         [out / "table_scene.splat.glb"], overrides=gltf_validator.SPLAT_OVERRIDES
     )
     assert (reports[0].errors, reports[0].warnings) == (0, 0), reports[0].messages
+    assert gltf_validator.validate_files([out / "table_scene.glb"])[0].clean
 
 
 def test_the_same_script_exports_the_same_bytes(table, tmp_path):
