@@ -1,0 +1,57 @@
+"""The prompt format shared by training (SFT, RL) and serving: chat messages per domain.
+
+Every model sees the same messages: a system message per domain saying what to write, then the
+request; for an edit, the previous program and the instruction. The assistant's reply is the
+program alone (no prose, no code fences), which is what validators run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DOMAINS = ("cad", "scene", "code")
+SYSTEM = {
+    "cad": "Write a CadQuery Python script for the part described. Units are millimetres. Put "
+    "every dimension in a named top-level parameter and assign the final shape to `result`. "
+    "Reply with the script only.",
+    "scene": "Write a CadQuery Python script for the scene described: a cq.Assembly of named "
+    "parts resting on the ground (z = 0), in millimetres, with named top-level parameters, "
+    "assigned to `result`. Reply with the script only.",
+    "code": "Write the Python function described. Reply with the code only.",
+}
+
+
+def build_messages(
+    domain: str,
+    prompt: str,
+    previous_program: str | None = None,
+    instruction: str | None = None,
+    images: int = 0,
+) -> list[dict[str, Any]]:
+    """Chat messages for a request (with `images` image placeholders for a VLM)."""
+    if domain not in DOMAINS:
+        raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
+    if (previous_program is None) != (instruction is None):
+        raise ValueError("an edit needs both the previous program and an instruction")
+    text = prompt.strip()
+    if previous_program is not None:
+        text = (
+            f"{text}\n\nCurrent program:\n{previous_program.strip()}\n\n"
+            f"Change: {str(instruction).strip()}"
+        )
+    user: dict[str, Any] = {"role": "user", "content": text}
+    if images:
+        user["content"] = [{"type": "image"} for _ in range(images)] + [
+            {"type": "text", "text": text}
+        ]
+    return [{"role": "system", "content": SYSTEM[domain]}, user]
+
+
+def clean_completion(text: str) -> str:
+    """The program from a model's reply: code fences and surrounding whitespace removed."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        if body.rstrip().endswith("```"):
+            body = body.rstrip()[:-3]
+    return body.strip() + "\n"
