@@ -1,0 +1,1 @@
+"""Procedural task families (CAD parts, scenes, code) and the corpus builder."""
