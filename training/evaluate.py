@@ -1,0 +1,321 @@
+"""How good a model is, measured the way the text/image-to-CAD literature measures it.
+
+For every task the model writes N candidates (seeded). Each candidate is validated blind — with
+the task's spec (CAD) or without any reference — and that blind reward alone picks the best of N:
+the reference shape never takes part in the choice. The reference is used afterwards, only to
+score: volumetric IoU and Chamfer distance (×10³) of every valid candidate.
+
+Reported per family and overall:
+- CAD/scene at pass@1 (over all N samples, i.e. the expected quality of one sample): invalidity
+  ratio, spec adherence, IoU over valid outputs and with invalid ones counted as 0 (median and
+  mean), Chamfer ×10³ over valid outputs (median and mean);
+- the same for the best of N selected by the validators;
+- code: pass@1 (unbiased estimate from N samples) and pass@N.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+GenerateFn = Callable[[dict[str, Any], int, int], list[str]]
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass
+class CandidateScore:
+    """One candidate: its blind Report facts and, when valid, its similarity to the reference.
+
+    `valid` is the literature's validity (it ran and built sound solid geometry: the base
+    checks); `all_checks` is the Report's verdict, which also needs the spec (and for scenes,
+    physics) to pass.
+    """
+
+    valid: bool
+    reward: float
+    spec_passed: bool | None
+    all_checks: bool = False
+    iou: float | None = None
+    chamfer_x1000: float | None = None
+    error_kind: str | None = None
+
+
+@dataclass
+class TaskResult:
+    """All candidates of one task and the one the validators chose."""
+
+    task_id: str
+    family: str
+    domain: str
+    candidates: list[CandidateScore]
+    best: int
+    programs: list[str] = field(default_factory=list)
+
+
+def _cad_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: Any) -> list:
+    from validators.cad import similarity
+    from validators.cad.mesh import combine, decode_mesh
+    from validators.cad.validate import BASE_CHECKS, CadOptions, run_cad
+
+    reference = pool.run("cad", task["reference"], {"check_self_intersection": False}, limits)
+    if not reference.ok or not reference.payload or "parts" not in reference.payload:
+        raise ValueError(f"task {task['id']}: its reference does not build a shape")
+    reference_mesh = combine([decode_mesh(p.get("mesh")) for p in reference.payload["parts"]])
+    options = CadOptions(printability=False, physics=task["domain"] == "scene")
+
+    def score(program: str) -> CandidateScore:
+        run = run_cad(
+            program, pool, spec=task.get("spec"), limits=limits, options=options,
+            domain=task["domain"],
+        )  # fmt: skip
+        report = run.report
+        spec = report.checks.get("spec")
+        base = [report.checks.get(name) for name in BASE_CHECKS]
+        result = CandidateScore(
+            valid=all(check is not None and check.passed for check in base),
+            reward=report.reward,
+            spec_passed=bool(spec.passed) if spec is not None else None,
+            all_checks=report.valid,
+            error_kind=report.error.kind if report.error else None,
+        )
+        if result.valid and run.payload is not None and reference_mesh is not None:
+            mesh = combine([decode_mesh(p.get("mesh")) for p in run.payload["parts"]])
+            if mesh is not None:
+                try:
+                    result.iou = similarity.iou(mesh, reference_mesh)
+                    result.chamfer_x1000 = similarity.chamfer(mesh, reference_mesh) * 1000
+                except ValueError:
+                    result.iou, result.chamfer_x1000 = 0.0, None
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, getattr(pool, "size", 2))) as threads:
+        return list(threads.map(score, programs))
+
+
+def _code_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: Any) -> list:
+    from validators.code.validate import validate_code
+
+    def score(program: str) -> CandidateScore:
+        report = validate_code(
+            program, pool, tests=task["tests"], entry_point=task["entry_point"], limits=limits
+        )
+        return CandidateScore(
+            valid=report.valid,
+            reward=report.reward,
+            spec_passed=None,
+            all_checks=report.valid,
+            error_kind=report.error.kind if report.error else None,
+        )
+
+    with ThreadPoolExecutor(max_workers=max(1, getattr(pool, "size", 2))) as threads:
+        return list(threads.map(score, programs))
+
+
+def evaluate_task(
+    task: dict[str, Any], programs: list[str], pool: Any, limits: Any = None
+) -> TaskResult:
+    """Score the candidates of one task; the best is chosen by blind reward (never by IoU)."""
+    scorer = _code_scores if task["domain"] == "code" else _cad_scores
+    scores = scorer(task, programs, pool, limits)
+    # Blind choice: passing every check first, then reward; ties keep the sampling order.
+    best = max(range(len(scores)), key=lambda i: (scores[i].all_checks, scores[i].reward, -i))
+    return TaskResult(task["id"], task["family"], task["domain"], scores, best, programs)
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def summarise(results: list[TaskResult]) -> dict[str, Any]:
+    """Metrics for a group of task results (one family, one domain or all)."""
+    cad = [r for r in results if r.domain != "code"]
+    code = [r for r in results if r.domain == "code"]
+    out: dict[str, Any] = {"tasks": len(results)}
+    if cad:
+        samples = [c for r in cad for c in r.candidates]
+        best = [r.candidates[r.best] for r in cad]
+        out["pass@1"] = _cad_metrics(samples)
+        out[f"best_of_{len(cad[0].candidates)}"] = _cad_metrics(best)
+    if code:
+        n = len(code[0].candidates)
+        out["code_pass@1"] = statistics.fmean(
+            sum(c.valid for c in r.candidates) / len(r.candidates) for r in code
+        )
+        out[f"code_pass@{n}"] = statistics.fmean(any(c.valid for c in r.candidates) for r in code)
+    return out
+
+
+def _cad_metrics(scores: list[CandidateScore]) -> dict[str, Any]:
+    valid = [s for s in scores if s.valid]
+    ious_valid = [s.iou for s in valid if s.iou is not None]
+    ious_all = [s.iou if (s.valid and s.iou is not None) else 0.0 for s in scores]
+    chamfers = [s.chamfer_x1000 for s in valid if s.chamfer_x1000 is not None]
+    with_spec = [s for s in scores if s.spec_passed is not None or not s.valid]
+    spec_ok = sum(1 for s in with_spec if s.valid and s.spec_passed)
+    return {
+        "samples": len(scores),
+        "invalidity": 1 - len(valid) / len(scores) if scores else None,
+        "spec_adherence": spec_ok / len(with_spec) if with_spec else None,
+        "all_checks": sum(s.all_checks for s in scores) / len(scores) if scores else None,
+        "iou_valid_median": _median(ious_valid),
+        "iou_valid_mean": _mean(ious_valid),
+        "iou_all_median": _median(ious_all),
+        "iou_all_mean": _mean(ious_all),
+        "chamfer_x1000_median": _median(chamfers),
+        "chamfer_x1000_mean": _mean(chamfers),
+    }
+
+
+def report(results: list[TaskResult]) -> dict[str, Any]:
+    """Overall, per-domain and per-family summaries."""
+    families = sorted({r.family for r in results})
+    domains = sorted({r.domain for r in results})
+    return {
+        "overall": summarise(results),
+        "domains": {d: summarise([r for r in results if r.domain == d]) for d in domains},
+        "families": {f: summarise([r for r in results if r.family == f]) for f in families},
+        "selection": "best of N chosen by the validators' blind reward (spec only, never the "
+        "reference); IoU and Chamfer use the reference only to score",
+    }
+
+
+def run_evaluation(
+    tasks: Iterable[dict[str, Any]],
+    generate: GenerateFn,
+    pool: Any,
+    n: int,
+    seed: int,
+    limits: Any = None,
+    progress: ProgressFn | None = None,
+) -> list[TaskResult]:
+    """Generate N candidates per task and score them."""
+    items = list(tasks)
+    results = []
+    for index, task in enumerate(items):
+        programs = generate(task, n, seed)
+        results.append(evaluate_task(task, programs, pool, limits))
+        if progress is not None:
+            progress(index + 1, len(items))
+    return results
+
+
+def markdown_table(summary: dict[str, Any]) -> str:
+    """The per-family table of a report as markdown."""
+    lines = [
+        "| family | tasks | invalid@1 | spec@1 | IoU@1 med (valid / all) | CD×10³ med "
+        "| best-of-N invalid | best-of-N IoU med (valid / all) | code pass@1 | pass@N |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows = [*summary["families"].items(), ("**overall**", summary["overall"])]
+    for name, group in rows:
+        one = group.get("pass@1", {})
+        best_key = next((k for k in group if k.startswith("best_of_")), None)
+        best = group.get(best_key, {}) if best_key else {}
+        pass_n = next(
+            (v for k, v in group.items() if k.startswith("code_pass@") and k != "code_pass@1"), None
+        )
+        lines.append(
+            f"| {name} | {group['tasks']} | {_pct(one.get('invalidity'))} "
+            f"| {_pct(one.get('spec_adherence'))} "
+            f"| {_num(one.get('iou_valid_median'))} / {_num(one.get('iou_all_median'))} "
+            f"| {_num(one.get('chamfer_x1000_median'))} | {_pct(best.get('invalidity'))} "
+            f"| {_num(best.get('iou_valid_median'))} / {_num(best.get('iou_all_median'))} "
+            f"| {_pct(group.get('code_pass@1'))} | {_pct(pass_n)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def plot(summary: dict[str, Any], out: Path) -> list[Path]:
+    """Bar charts per family: invalidity and median IoU (pass@1 and best of N); code pass rates."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    cad = {k: v for k, v in summary["families"].items() if "pass@1" in v}
+    if cad:
+        names = list(cad)
+        best_key = next(k for k in next(iter(cad.values())) if k.startswith("best_of_"))
+        figure, axes = plt.subplots(1, 2, figsize=(max(8, len(names) * 0.6), 4.5))
+        for axis, metric, title in (
+            (axes[0], "invalidity", "invalidity ratio"),
+            (axes[1], "iou_all_median", "median IoU (invalid = 0)"),
+        ):
+            x = range(len(names))
+            axis.bar([i - 0.2 for i in x], [cad[n]["pass@1"][metric] or 0 for n in names], 0.4,
+                     label="pass@1")  # fmt: skip
+            axis.bar([i + 0.2 for i in x], [cad[n][best_key][metric] or 0 for n in names], 0.4,
+                     label=best_key.replace("_", " "))  # fmt: skip
+            axis.set_xticks(list(x), names, rotation=60, ha="right", fontsize=8)
+            axis.set_title(title)
+            axis.legend(fontsize=8)
+        figure.tight_layout()
+        path = out / "eval_cad.png"
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        written.append(path)
+    code = {k: v for k, v in summary["families"].items() if "code_pass@1" in v}
+    if code:
+        names = list(code)
+        figure, axis = plt.subplots(figsize=(max(6, len(names) * 0.6), 4))
+        x = range(len(names))
+        axis.bar([i - 0.2 for i in x], [code[n]["code_pass@1"] for n in names], 0.4, label="pass@1")
+        pass_n = [
+            next(v for k, v in code[n].items() if k.startswith("code_pass@") and k != "code_pass@1")
+            for n in names
+        ]
+        axis.bar([i + 0.2 for i in x], pass_n, 0.4, label="pass@N")
+        axis.set_xticks(list(x), names, rotation=60, ha="right", fontsize=8)
+        axis.set_title("code families")
+        axis.legend(fontsize=8)
+        figure.tight_layout()
+        path = out / "eval_code.png"
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
+def write_outputs(results: list[TaskResult], out: Path, meta: dict[str, Any]) -> dict[str, Path]:
+    """eval.json (summary, meta and per-task scores), eval.md and the PNG plots."""
+    out.mkdir(parents=True, exist_ok=True)
+    summary = report(results)
+    per_task = [
+        {
+            "id": r.task_id,
+            "family": r.family,
+            "best": r.best,
+            "candidates": [c.__dict__ for c in r.candidates],
+            "best_program": r.programs[r.best] if r.programs else None,
+        }
+        for r in results
+    ]
+    paths = {"json": out / "eval.json", "markdown": out / "eval.md"}
+    paths["json"].write_text(
+        json.dumps({"meta": meta, "summary": summary, "tasks": per_task}, indent=2)
+    )
+    paths["markdown"].write_text(
+        f"# Evaluation of {meta.get('model', '?')} on {meta.get('tasks', '?')}\n\n"
+        f"{summary['selection']}.\n\n" + markdown_table(summary)
+    )
+    for index, path in enumerate(plot(summary, out)):
+        paths[f"plot_{index}"] = path
+    return paths
