@@ -1,0 +1,123 @@
+"""CAD part families, set A: every reference builds and passes its own spec, prompts vary."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+
+from training.corpus.base import Family, Sample, to_task
+from training.corpus.cad_parts_a import FAMILIES, clearance
+from training.corpus.phrasing import NUMBER_WORDS, number
+from validators.cad.program import find_parameters, parse
+from validators.cad.validate import CadOptions, check_spec, validate_cad
+
+# As genservice.task_audit judges CAD tasks: no printability or physics checks.
+OPTIONS = CadOptions(printability=False, physics=False)
+BY_NAME = {family.name: family for family in FAMILIES}
+
+
+def draws(family: Family, n: int) -> list[Sample]:
+    """Samples of seeds 0 .. n-1."""
+    return [family.sample(random.Random(seed)) for seed in range(n)]
+
+
+def spread(family: Family, pool_size: int = 60, keep: int = 8) -> list[Sample]:
+    """Seed 0 and draws holding the smallest and largest value of each parameter, at most keep."""
+    samples = draws(family, pool_size)
+    chosen = [0]
+    for name in samples[0].params:
+        values = [s.params[name] for s in samples]
+        chosen += [values.index(min(values)), values.index(max(values))]
+    return [samples[i] for i in dict.fromkeys(chosen)][:keep]
+
+
+def written_forms(value: Any) -> list[str]:
+    """Ways a prompt may give a parameter value: 60, 6 (cm), six, M5 (for 5.5)."""
+    forms = [number(value)]
+    if isinstance(value, float) and value >= 10 and float(value / 10).is_integer():
+        forms.append(number(value / 10))
+    if isinstance(value, int) and value in NUMBER_WORDS:
+        forms.append(NUMBER_WORDS[value])
+    metric = clearance(float(value))
+    if metric:
+        forms.append(metric)
+    return forms
+
+
+def mentions(prompt: str, value: Any) -> bool:
+    """True when some written form of the value stands alone in the prompt."""
+    return any(
+        re.search(rf"(?<![\d.]){re.escape(form)}(?!\d|\.\d)", prompt, re.IGNORECASE)
+        for form in written_forms(value)
+    )
+
+
+def test_families() -> None:
+    """Eight CAD families with unique names; only the pipe elbow is held out."""
+    assert len(FAMILIES) == 8
+    assert len(BY_NAME) == 8
+    assert all(f.domain == "cad" for f in FAMILIES)
+    assert [f.name for f in FAMILIES if f.held_out] == ["pipe_elbow"]
+
+
+@pytest.mark.parametrize("name", BY_NAME)
+def test_references_pass_their_spec(name: str, pool: Any) -> None:
+    """Spread-out draws, extremes included, build one valid solid that meets the spec."""
+    for sample in spread(BY_NAME[name]):
+        assert sample.spec is not None
+        check_spec(sample.spec)
+        report = validate_cad(sample.reference, pool, spec=sample.spec, options=OPTIONS)
+        spec = report.checks["spec"]
+        assert report.valid and spec.passed, (sample.reference, report.error, spec.detail)
+
+
+@pytest.mark.parametrize("name", BY_NAME)
+def test_a_10mm_cube_fails_the_spec(name: str, pool: Any) -> None:
+    """The trivial cube of genservice's task audit does not pass any family's spec."""
+    sample = BY_NAME[name].sample(random.Random(1))
+    cube = "import cadquery as cq\nresult = cq.Workplane().box(10, 10, 10)\n"
+    assert not validate_cad(cube, pool, spec=sample.spec, options=OPTIONS).valid
+
+
+@pytest.mark.parametrize("name", BY_NAME)
+def test_programs_share_layout_and_construction(name: str) -> None:
+    """Import, named parameters equal to params, then one fixed construction ending in result."""
+    constructions = set()
+    for sample in draws(BY_NAME[name], 30):
+        source = sample.reference
+        found = find_parameters(parse(source))
+        assert {k: v.value for k, v in found.items()} == sample.params
+        assert all(type(v.value) is type(sample.params[k]) for k, v in found.items())
+        head, params, body = source.split("\n\n")
+        assert head == "import cadquery as cq"
+        assert params.splitlines() == [f"{k} = {v!r}" for k, v in sample.params.items()]
+        assert body.rstrip("\n").splitlines()[-1].startswith("result = ")
+        assert "#" not in source and "def " not in source
+        assert len(source) <= 700 and len(source.splitlines()) <= 20
+        assert max(len(line) for line in source.splitlines()) <= 100
+        constructions.add(body)
+    assert len(constructions) == 1
+
+
+@pytest.mark.parametrize("name", BY_NAME)
+def test_prompts_vary_and_give_every_number(name: str) -> None:
+    """30 draws give at least 20 prompts, each stating every parameter value."""
+    samples = draws(BY_NAME[name], 30)
+    assert len({s.prompt for s in samples}) >= 20
+    for sample in samples:
+        missing = [k for k, v in sample.params.items() if not mentions(sample.prompt, v)]
+        assert not missing, (sample.prompt, missing, sample.params)
+
+
+@pytest.mark.parametrize("name", BY_NAME)
+def test_sampling_is_deterministic(name: str) -> None:
+    """The same seed gives the same sample and the same task row."""
+    family = BY_NAME[name]
+    first, again = family.sample(random.Random(7)), family.sample(random.Random(7))
+    assert first == again
+    assert to_task(family, first) == to_task(family, again)
+    expected_split = "ood" if family.held_out else to_task(family, first)["split"]
+    assert to_task(family, first)["split"] == expected_split
