@@ -16,6 +16,7 @@ from genservice.cli_common import (
     run_parallel,
     sandbox_limits,
 )
+from genservice.cli_corpus import add_corpus_commands, corpus_command
 from genservice.cli_export import add_export_commands, export_command, provenance_command
 
 EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--workers", type=int, help="parallel sandbox workers")
     tasks.add_argument("--json", action="store_true", help="one JSON line per task")
     add_export_commands(sub)
+    add_corpus_commands(sub)
     return parser
 
 
@@ -90,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
             return export_command(args)
         if args.command == "provenance":
             return provenance_command(args)
+        if args.command == "corpus":
+            return corpus_command(args)
     except UsageError as exc:
         print(f"genservice {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
