@@ -18,6 +18,7 @@ from genservice.cli_common import (
 )
 from genservice.cli_corpus import add_corpus_commands, corpus_command
 from genservice.cli_export import add_export_commands, export_command, provenance_command
+from genservice.cli_generate import add_generate_command, generate_command
 
 EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--json", action="store_true", help="one JSON line per task")
     add_export_commands(sub)
     add_corpus_commands(sub)
+    add_generate_command(sub)
     return parser
 
 
@@ -94,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             return provenance_command(args)
         if args.command == "corpus":
             return corpus_command(args)
+        if args.command == "generate":
+            return generate_command(args)
     except UsageError as exc:
         print(f"genservice {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,0 +1,255 @@
+"""Benchmark: best-of-N generation, batched with a shared prompt KV cache vs one at a time.
+
+For one prompt and N candidates (default 8), side by side on the same model and settings, each
+path writing exactly N x max_new_tokens tokens (end tokens ignored, so the work is equal), runs
+interleaved:
+- batched: `sample` (one prefill, the cache repeated to N rows, N rows decoded together);
+- one at a time: `sample_one_at_a_time` (N prefills, N decodes of one row), the reference;
+- transformers `generate(num_return_sequences=N)`, which repeats the prompt before prefill
+  (its prompt rows are counted to show it).
+Two prompts: a new part (short) and an edit (the previous program in the prompt: long).
+Then whole requests (`engine.generate`: sample, clean, validate on the sandbox pool, rank) to
+split wall time between generating and validating.
+
+Without --model it uses the shipped model (genservice/models/tiny) when present, else a tiny
+*random, untrained* Qwen2 built on the fly in a temporary directory: its candidates are
+garbage that fails to parse, so its validation time is not representative.
+
+Usage: .venv/bin/python -m bench.generate [--model DIR] [--n 8] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+PROMPT = "A mounting plate 80 mm by 50 mm, 6 mm thick, with four 5 mm holes 8 mm from each corner."
+
+
+def _model_dir(choice: Path | None, scratch: Path) -> tuple[Path, str]:
+    """The model to measure and a label saying what it is."""
+    from genservice.generation.loader import default_model_dir
+
+    if choice is not None:
+        return choice, f"{choice}"
+    shipped = default_model_dir()
+    if (shipped / "config.json").is_file():
+        return shipped, f"shipped model {shipped}"
+    from tests.genservice.generation.tiny_models import build_causal
+
+    folder = build_causal(scratch / "random-qwen2")
+    return folder, "RANDOM untrained tiny Qwen2 (2 layers, hidden 64), built on the fly"
+
+
+def _hf_generate(loaded: Any, messages: list[dict[str, Any]], args: argparse.Namespace) -> Any:
+    """transformers' generate with num_return_sequences at fixed length; (run, prompt rows)."""
+    import torch
+
+    from genservice.generation.sampler import encode_prompt
+
+    inputs = encode_prompt(loaded, messages)
+    rows: list[int] = []
+
+    def hook(module: Any, positional: Any, kwargs: dict[str, Any]) -> None:
+        ids = kwargs.get("input_ids")
+        if ids is not None and ids.shape[1] > 1:
+            rows.append(int(ids.shape[0]))
+
+    def run() -> Any:
+        torch.manual_seed(0)
+        with torch.inference_mode():
+            return loaded.model.generate(
+                **inputs,
+                do_sample=True,
+                temperature=args.temperature,
+                top_p=args.top_p,
+                max_new_tokens=args.max_new_tokens,
+                min_new_tokens=args.max_new_tokens,
+                num_return_sequences=args.n,
+                pad_token_id=loaded.eos_token_ids[0],
+            )
+
+    handle = loaded.model.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        run()
+    finally:
+        handle.remove()
+    return run, rows
+
+
+def _scenario(loaded: Any, messages: list[dict[str, Any]], args: argparse.Namespace) -> dict:
+    """The three paths, interleaved, each writing exactly n x max_new_tokens tokens."""
+    import dataclasses
+
+    from genservice.generation.sampler import encode_prompt, sample, sample_one_at_a_time
+
+    endless = dataclasses.replace(loaded, eos_token_ids=(-1,))  # fixed length: equal work
+    settings = {
+        "n": args.n,
+        "seed": 0,
+        "max_new_tokens": args.max_new_tokens,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+    }
+    hf_run, hf_rows = _hf_generate(loaded, messages, args)
+    runs = {
+        "batched_shared_kv": lambda: sample(endless, messages, **settings),
+        "one_at_a_time": lambda: sample_one_at_a_time(endless, messages, **settings),
+        "hf_generate_num_return_sequences": hf_run,
+    }
+    for run in runs.values():
+        run()  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    outputs: dict[str, Any] = {}
+    for _ in range(args.repeats):  # interleaved, so load on a shared machine hits all alike
+        for name, run in runs.items():
+            start = time.perf_counter()
+            outputs[name] = run()
+            times[name].append(time.perf_counter() - start)
+    paths = {
+        name: {
+            "min_s": min(ts),
+            "median_s": statistics.median(ts),
+            "candidates_per_s": args.n / statistics.median(ts),
+        }
+        for name, ts in times.items()
+    }
+    fast, slow = outputs["batched_shared_kv"], outputs["one_at_a_time"]
+    batched_s = paths["batched_shared_kv"]["median_s"]
+    return {
+        "prompt_tokens": int(encode_prompt(loaded, messages)["input_ids"].shape[1]),
+        "paths": paths,
+        "speedup_vs_one_at_a_time": paths["one_at_a_time"]["median_s"] / batched_s,
+        "speedup_vs_hf_generate": paths["hf_generate_num_return_sequences"]["median_s"] / batched_s,
+        "hf_generate_prompt_rows_in_prefill": hf_rows,
+        "same_candidates_batched_and_one_at_a_time": [c.tokens for c in fast]
+        == [c.tokens for c in slow],
+    }
+
+
+def main() -> None:
+    """Run the benchmark and write its JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, help="local model directory")
+    parser.add_argument("--n", type=int, default=8, help="candidates per request")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--temperature", type=float, default=0.8)
+    parser.add_argument("--top-p", type=float, default=0.95)
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/generate.json"))
+    args = parser.parse_args()
+
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+    from transformers.utils import logging as hf_logging
+
+    from exporters.samples import sample_source
+    from genservice.generation.engine import GenerationRequest, generate
+    from genservice.generation.loader import load_model
+    from genservice.generation.prompts import build_messages
+    from validators.sandbox import Limits, SandboxPool
+
+    hf_logging.disable_progress_bar()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    console = Console(stderr=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        folder, label = _model_dir(args.model, Path(scratch))
+        console.print(f"model: {label}")
+        loaded = load_model(folder, device=args.device)
+        prompts = {
+            "new_part": build_messages("cad", PROMPT),
+            "edit": build_messages(
+                "cad",
+                "A table with four legs.",
+                previous_program=sample_source("table_scene"),
+                instruction="make the legs 20 mm taller",
+            ),
+        }
+        scenarios = {}
+        for name, messages in prompts.items():
+            console.print(f"sampling: {name}")
+            scenarios[name] = _scenario(loaded, messages, args)
+
+        console.print("whole requests (sample, validate, rank)")
+        started = time.perf_counter()
+        pool = SandboxPool(size=min(args.n, os.cpu_count() or 1), limits=Limits(wall_s=10))
+        pool_start_s = time.perf_counter() - started
+        requests = []
+        with pool:
+            for seed in range(args.repeats):
+                request = GenerationRequest(
+                    PROMPT,
+                    n=args.n,
+                    seed=seed,
+                    max_new_tokens=args.max_new_tokens,
+                    temperature=args.temperature,
+                    top_p=args.top_p,
+                )
+                begun = time.perf_counter()
+                result = generate(request, loaded, pool)
+                requests.append(
+                    {
+                        **result.timings,
+                        "wall_s": time.perf_counter() - begun,
+                        "valid": sum(c.valid for c in result.candidates),
+                    }
+                )
+    generating = statistics.median(r["generate_s"] for r in requests)
+    validating = statistics.median(r["validate_s"] for r in requests)
+    summary = {
+        "model": label,
+        "model_id": loaded.model_id,
+        "device": args.device,
+        "torch_threads": torch.get_num_threads(),
+        "n": args.n,
+        "max_new_tokens": args.max_new_tokens,
+        "scenarios": scenarios,
+        "request_split": {
+            "generate_s": generating,
+            "validate_s": validating,
+            "generate_share": generating / max(1e-9, generating + validating),
+            "valid_candidates": [r["valid"] for r in requests],
+            "pool_start_s": pool_start_s,
+        },
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"summary": summary, "requests": requests}, indent=2) + "\n")
+
+    out = Console(width=120)
+    out.print(f"{label}; best-of-{args.n}, {args.max_new_tokens} new tokens each")
+    table = Table("scenario", "prompt tokens", "path", "median s", "candidates/s", "speedup")
+    for name, scenario in scenarios.items():
+        base = scenario["paths"]["batched_shared_kv"]["median_s"]
+        for path, row in scenario["paths"].items():
+            table.add_row(
+                name,
+                str(scenario["prompt_tokens"]),
+                path,
+                f"{row['median_s']:.3f}",
+                f"{row['candidates_per_s']:.1f}",
+                f"{row['median_s'] / base:.2f}x slower" if path != "batched_shared_kv" else "",
+            )
+    out.print(table)
+    split = summary["request_split"]
+    out.print(
+        f"request wall time: generating {generating:.3f} s, validating {validating:.3f} s "
+        f"({100 * split['generate_share']:.0f}% generating; pool start "
+        f"{pool_start_s:.1f} s, once)"
+    )
+    out.print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

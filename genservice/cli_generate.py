@@ -1,0 +1,385 @@
+"""`genservice generate`: sample N programs from a local model, validate them, keep the best.
+
+The best program is written as best.py with its Report (report.json) and every candidate's
+verdict (candidates.json); a valid CAD or scene program is also exported (GLB, STEP, STL, ...)
+with a provenance manifest naming the model, its weights' sha256, the seed and the sampling.
+torch and transformers are imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from genservice.cli_common import UsageError, open_pool, sandbox_limits
+
+EXIT_OK, EXIT_FAILED = 0, 1
+DEFAULT_FORMATS = "glb,step,stl"
+
+
+def add_generate_command(sub: Any) -> None:
+    """Register `generate` on the CLI's subparsers."""
+    generate = sub.add_parser(
+        "generate",
+        help="write programs for a request with a local model and keep the best one",
+        description="Sample N candidate programs from a local model, validate each in the "
+        "sandbox, keep the one the validators score best and (cad, scene) export it. Exit 0 when "
+        "the best candidate is valid, 1 when none is (what there is is still written), 2 on a "
+        "usage error.",
+    )
+    generate.add_argument("prompt", metavar="PROMPT", help="what to make")
+    generate.add_argument("--domain", choices=("cad", "scene", "code"), default="cad")
+    generate.add_argument("--n", type=int, default=8, help="candidates to sample (default 8)")
+    generate.add_argument("--seed", type=int, help="sampling seed (default: random, reported)")
+    generate.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="PNG",
+        help="an image to go with the prompt (repeatable; needs a vision-language model)",
+    )
+    generate.add_argument("--edit", type=Path, metavar="SCRIPT", help="a program to change")
+    generate.add_argument("--instruction", help="what to change in the --edit program")
+    generate.add_argument(
+        "--model", type=Path, metavar="DIR", help="local model directory (default: shipped)"
+    )
+    generate.add_argument("-o", "--output", type=Path, default=Path("."), help="output directory")
+    generate.add_argument("--json", action="store_true", help="print the result as JSON")
+    generate.add_argument("--max-new-tokens", type=int, default=1024, help="per candidate")
+    generate.add_argument("--temperature", type=float, default=0.8, help="0 = greedy")
+    generate.add_argument("--top-p", type=float, default=0.95)
+    generate.add_argument(
+        "--formats",
+        help=f"export formats for a valid cad/scene program (default {DEFAULT_FORMATS})",
+    )
+    generate.add_argument("--spec", type=Path, help="cad/scene: JSON spec the part should meet")
+    generate.add_argument("--tests", type=Path, help="code: file with check(candidate) or test_*")
+    generate.add_argument("--entry-point", help="code: the function under test")
+    generate.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 … (default auto)")
+    generate.add_argument("--timeout", type=float, help="sandbox seconds per candidate")
+    generate.add_argument("--workers", type=int, help="parallel sandbox workers")
+
+
+def generate_command(args: argparse.Namespace) -> int:
+    """Run `genservice generate`."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    request_kwargs, formats = _check_args(args)
+    model_dir, kind = _check_model(args.model, len(args.image))
+    if args.output.exists() and not args.output.is_dir():
+        raise UsageError(f"{args.output} exists and is not a directory")
+    images = [_open_image(path) for path in args.image]
+
+    from genservice.generation.engine import GenerationRequest, generate
+
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big") >> 1
+    try:
+        request = GenerationRequest(seed=seed, images=tuple(images), **request_kwargs)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
+    device = _device(args.device)
+    # The sandbox pool (cadquery imported in every worker) starts while the model loads and
+    # samples; generate() waits for it only when the candidates are ready to validate.
+    with ThreadPoolExecutor(max_workers=1) as starter:
+        starting = starter.submit(
+            open_pool, min(workers, request.n), limits, isolation, args.domain
+        )
+        try:
+            with _progress() as progress:
+                what = f"loading {model_dir.name} ({kind}) on {device}"
+                loading = progress.add_task(what, total=None)
+                loaded = _load(model_dir, device)
+                progress.update(loading, total=1, completed=1)
+                tasks: dict[str, Any] = {}
+
+                def on_event(stage: str, done: int, total: int) -> None:
+                    if stage not in ("generating", "validating"):
+                        return
+                    if stage not in tasks:
+                        tasks[stage] = progress.add_task(stage, total=total)
+                    progress.update(tasks[stage], completed=done, total=total)
+
+                result = generate(request, loaded, starting, progress=on_event, limits=limits)
+                pool = starting.result()
+                files, export_error = _write(args, request, result, loaded, pool, limits, formats)
+        finally:
+            _close(starting)
+    return _finish(args, result, files, export_error)
+
+
+def _close(starting: Future[Any]) -> None:
+    """Close the pool once it has started (a pool that failed to start has nothing to close)."""
+    try:
+        pool = starting.result()
+    except Exception:  # its error, if it matters, was raised where the pool was needed
+        return
+    pool.close()
+
+
+def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Request fields from the arguments, and the export formats; UsageError on bad input."""
+    if not args.prompt.strip():
+        raise UsageError("the prompt is empty")
+    if not 1 <= args.n <= 256:
+        raise UsageError("--n must be between 1 and 256")
+    if args.seed is not None and not 0 <= args.seed < 2**63:
+        raise UsageError("--seed must be a whole number >= 0")
+    if not 1 <= args.max_new_tokens <= 32768:
+        raise UsageError("--max-new-tokens must be between 1 and 32768")
+    if not (math.isfinite(args.temperature) and 0 <= args.temperature <= 10):
+        raise UsageError("--temperature must be in [0, 10] (0 = greedy)")
+    if not (math.isfinite(args.top_p) and 0 < args.top_p <= 1):
+        raise UsageError("--top-p must be in (0, 1]")
+    if (args.edit is None) != (args.instruction is None):
+        raise UsageError("--edit SCRIPT and --instruction TEXT go together")
+    previous = _read_text(args.edit, "the program to edit") if args.edit is not None else None
+    fields: dict[str, Any] = {
+        "prompt": args.prompt,
+        "domain": args.domain,
+        "n": args.n,
+        "max_new_tokens": args.max_new_tokens,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "previous_program": previous,
+        "instruction": args.instruction,
+    }
+    if args.domain == "code":
+        if args.tests is None or not args.entry_point:
+            raise UsageError("--domain code needs --tests FILE and --entry-point NAME")
+        if args.spec is not None or args.formats is not None:
+            raise UsageError("--spec and --formats apply to cad and scene, not code")
+        fields["tests"] = _read_text(args.tests, "tests")
+        fields["entry_point"] = args.entry_point
+        return fields, ()
+    if args.tests is not None or args.entry_point:
+        raise UsageError("--tests and --entry-point apply to --domain code")
+    if args.spec is not None:
+        fields["spec"] = _load_spec(args.spec)
+    from exporters.export import ExportOptions
+
+    formats = tuple(f.strip() for f in (args.formats or DEFAULT_FORMATS).split(",") if f.strip())
+    try:
+        ExportOptions(formats=formats)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    return fields, formats
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc}") from exc
+
+
+def _load_spec(path: Path) -> dict[str, Any]:
+    from validators.cad.validate import check_spec
+
+    try:
+        spec = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read spec {path}: {exc}") from exc
+    if not isinstance(spec, dict):
+        raise UsageError("the spec must be a JSON object")
+    try:
+        return check_spec(spec)
+    except ValueError as exc:
+        raise UsageError(f"spec {path}: {exc}") from exc
+
+
+def _check_model(model: Path | None, images: int) -> tuple[Path, str]:
+    """The model directory and kind; UsageError if absent or if it cannot take the images."""
+    from genservice.generation.loader import (
+        TEXT_ONLY,
+        ModelNotFoundError,
+        check_model_dir,
+        default_model_dir,
+        model_kind,
+    )
+
+    try:
+        folder = check_model_dir(model if model is not None else default_model_dir())
+        kind = model_kind(folder)
+    except ModelNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the model configuration in {model}: {exc}") from exc
+    if images and kind != "vlm":
+        raise UsageError(TEXT_ONLY)
+    return folder, kind
+
+
+def _open_image(path: Path) -> Any:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except (OSError, UnidentifiedImageError) as exc:
+        raise UsageError(f"cannot read image {path}: {exc}") from exc
+
+
+def _device(choice: str) -> str:
+    import torch
+
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(choice)
+    except RuntimeError as exc:
+        raise UsageError(f"--device: {exc}") from exc
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is available")
+    return choice
+
+
+def _load(folder: Path, device: str) -> Any:
+    from transformers.utils import logging as hf_logging
+
+    from genservice.generation.loader import load_model
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        return load_model(folder, device=device)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot load the model in {folder}: {exc}") from exc
+
+
+def _progress() -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
+
+
+def _write(
+    args: argparse.Namespace,
+    request: Any,
+    result: Any,
+    loaded: Any,
+    pool: Any,
+    limits: Any,
+    formats: tuple[str, ...],
+) -> tuple[list[dict[str, str]], str | None]:
+    """Write best.py, report.json, candidates.json and (valid cad/scene) the exports."""
+    out: Path = args.output
+    out.mkdir(parents=True, exist_ok=True)
+    written = {
+        "program": _write_file(out / "best.py", result.program),
+        "report": _write_file(out / "report.json", result.report.to_json(indent=2) + "\n"),
+        "candidates": _write_file(
+            out / "candidates.json",
+            json.dumps([c.to_dict(with_report=True) for c in result.candidates], indent=2) + "\n",
+        ),
+    }
+    files = [{"format": kind, "path": str(path)} for kind, path in written.items()]
+    if not (result.valid and formats):
+        return files, None
+    from datetime import UTC, datetime
+
+    from exporters.export import ExportError, ExportOptions, export_script
+    from exporters.provenance import GenerationRecord, utc_seconds
+
+    record = GenerationRecord(
+        created_at=utc_seconds(datetime.now(UTC)),
+        model_id=loaded.model_id,
+        weights_sha256=loaded.weights_sha256,
+        prompt=request.prompt,
+        seed=request.seed,
+        sampling={**result.sampling, "domain": request.domain, "images": len(request.images)},
+    )
+    try:
+        exported = export_script(
+            result.program,
+            out,
+            pool,
+            stem="best",
+            record=record,
+            options=ExportOptions(formats=formats),
+            limits=limits,
+            domain=request.domain,
+            spec=request.spec,
+        )
+    except ExportError as exc:
+        return files, str(exc)
+    files += [{"format": fmt, "path": str(path)} for fmt, path in exported.files.items()]
+    files.append({"format": "manifest", "path": str(exported.manifest)})
+    return files, None
+
+
+def _write_file(path: Path, text: str) -> Path:
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    scratch.write_text(text)
+    scratch.replace(path)
+    return path
+
+
+def _finish(
+    args: argparse.Namespace, result: Any, files: list[dict[str, str]], export_error: str | None
+) -> int:
+    """Print the outcome; the exit status."""
+    valid = sum(c.valid for c in result.candidates)
+    message = None
+    if not result.valid:
+        error = result.report.error
+        why = f"{error.kind}: {error.message}" if error else "it failed its checks"
+        message = (
+            f"no valid candidate among {len(result.candidates)}; the best (reward "
+            f"{result.report.reward:.3f}) is invalid: {why}"
+        )
+    elif export_error:
+        message = f"the best candidate is valid but exporting it failed: {export_error}"
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "valid": result.valid,
+                    "program": result.program,
+                    "report": result.report.to_dict(),
+                    "files": files,
+                    "candidates": [
+                        {"reward": c.reward, "valid": c.valid, "index": c.index}
+                        for c in result.candidates
+                    ],
+                    "seed": result.seed,
+                    "sampling": result.sampling,
+                    "model_id": result.model_id,
+                    "weights_sha256": result.weights_sha256,
+                    "timings": result.timings,
+                    "message": message,
+                },
+                indent=2,
+            )
+        )
+    else:
+        verdict = "VALID" if result.valid else "INVALID"
+        print(
+            f"best of {len(result.candidates)}: {verdict}  reward {result.report.reward:.3f}  "
+            f"({valid} of {len(result.candidates)} valid)"
+        )
+        for entry in files:
+            print(f"{entry['format']:>10}  {entry['path']}")
+        timings = result.timings
+        print(
+            f"seed {result.seed}  model {result.model_id}  generate {timings['generate_s']:.2f} s"
+            f"  validate {timings['validate_s']:.2f} s"
+        )
+    if message:
+        print(f"genservice generate: {message}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK

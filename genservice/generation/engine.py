@@ -1,0 +1,199 @@
+"""One request end to end: prompt → N sampled programs → validated and ranked → the best one.
+
+Serving (CLI, API, jobs) and training evaluation go through `generate`, so a program is always
+produced and judged the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from genservice.generation.loader import LoadedModel
+from genservice.generation.prompts import DOMAINS, build_messages, clean_completion
+from genservice.generation.rerank import rerank
+from genservice.generation.sampler import SamplingSettings, sample
+from validators.report import Report
+
+ProgressCallback = Callable[..., None]  # (stage, done, total): generating, validating, done
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What to generate: the prompt, domain, optional images and edit, and how to sample."""
+
+    prompt: str
+    domain: str = "cad"
+    n: int = 8
+    seed: int = 0
+    max_new_tokens: int = 1024
+    temperature: float = 0.8
+    top_p: float = 0.95
+    images: tuple[Any, ...] = ()
+    previous_program: str | None = None
+    instruction: str | None = None
+    spec: dict[str, Any] | None = None
+    tests: str | None = None
+    entry_point: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.domain not in DOMAINS:
+            raise ValueError(f"domain must be one of {DOMAINS}, not {self.domain!r}")
+        if not self.prompt.strip():
+            raise ValueError("the prompt is empty")
+        if (self.previous_program is None) != (self.instruction is None):
+            raise ValueError("an edit needs both the previous program and an instruction")
+        if self.domain == "code" and (self.tests is None or not self.entry_point):
+            raise ValueError("a code request needs tests and an entry_point to judge candidates")
+        if self.domain != "code" and (self.tests is not None or self.entry_point):
+            raise ValueError("tests and entry_point apply to the code domain only")
+        if self.spec is not None and self.domain == "code":
+            raise ValueError("a spec applies to cad and scene requests, not code")
+        self.sampling()  # raises ValueError on bad sampling settings
+
+    def sampling(self) -> SamplingSettings:
+        """The sampling settings of this request."""
+        return SamplingSettings(
+            self.n, self.seed, self.max_new_tokens, self.temperature, self.top_p
+        )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One ranked candidate: the program, its reward and validity, its sampling position."""
+
+    program: str
+    reward: float
+    valid: bool
+    index: int
+    report: Report
+    finish_reason: str
+
+    def to_dict(self, with_report: bool = False) -> dict[str, Any]:
+        """JSON form (the Report only on request)."""
+        data: dict[str, Any] = {
+            "program": self.program,
+            "reward": self.reward,
+            "valid": self.valid,
+            "index": self.index,
+            "finish_reason": self.finish_reason,
+        }
+        if with_report:
+            data["report"] = self.report.to_dict()
+        return data
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """The best program, its Report, every candidate best first, and how it was made."""
+
+    program: str
+    report: Report
+    candidates: list[Candidate]
+    sampling: dict[str, Any]
+    seed: int
+    model_id: str
+    weights_sha256: str
+    timings: dict[str, float] = field(default_factory=dict)
+    generated_tokens: int = 0
+
+    @property
+    def valid(self) -> bool:
+        """Whether the best candidate is valid."""
+        return self.report.valid
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "program": self.program,
+            "report": self.report.to_dict(),
+            "candidates": [c.to_dict() for c in self.candidates],
+            "sampling": dict(self.sampling),
+            "seed": self.seed,
+            "model_id": self.model_id,
+            "weights_sha256": self.weights_sha256,
+            "timings": dict(self.timings),
+            "generated_tokens": self.generated_tokens,
+        }
+
+
+def generate(
+    request: GenerationRequest,
+    loaded: LoadedModel,
+    pool: Any,
+    progress: ProgressCallback | None = None,
+    limits: Any | None = None,
+    parameters: dict[str, Any] | None = None,
+) -> GenerationResult:
+    """Sample request.n programs, validate them all on `pool`, and return the best.
+
+    `pool` may also be a Future of a pool still starting: it is awaited once sampling is done.
+    """
+    loaded.check_images(len(request.images))
+    notify = progress or (lambda *event: None)
+    settings = request.sampling()
+    messages = build_messages(
+        request.domain,
+        request.prompt,
+        previous_program=request.previous_program,
+        instruction=request.instruction,
+        images=len(request.images),
+    )
+    started = time.perf_counter()
+    notify("generating", 0, settings.n)
+    completions = sample(
+        loaded,
+        messages,
+        n=settings.n,
+        seed=settings.seed,
+        max_new_tokens=settings.max_new_tokens,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        images=list(request.images) or None,
+        progress=lambda done, total: notify("generating", done, total),
+    )
+    generated = time.perf_counter()
+    if isinstance(pool, Future):
+        pool = pool.result()
+    ready = time.perf_counter()
+    programs = [clean_completion(c.text) for c in completions]
+    notify("validating", 0, len(programs))
+    ranked = rerank(
+        programs,
+        request.domain,
+        pool,
+        spec=request.spec,
+        tests=request.tests,
+        entry_point=request.entry_point,
+        parameters=parameters,
+        limits=limits,
+        progress=lambda done, total: notify("validating", done, total),
+    )
+    validated = time.perf_counter()
+    candidates = [
+        Candidate(
+            s.program, s.reward, s.valid, s.index, s.report, completions[s.index].finish_reason
+        )
+        for s in ranked
+    ]
+    best = candidates[0]
+    valid = sum(c.valid for c in candidates)
+    notify("done", valid, len(candidates))
+    return GenerationResult(
+        program=best.program,
+        report=best.report,
+        candidates=candidates,
+        sampling=settings.to_dict(),
+        seed=settings.seed,
+        model_id=loaded.model_id,
+        weights_sha256=loaded.weights_sha256,
+        timings={
+            "generate_s": round(generated - started, 4),
+            "pool_wait_s": round(ready - generated, 4),
+            "validate_s": round(validated - ready, 4),
+        },
+        generated_tokens=sum(len(c.tokens) for c in completions),
+    )

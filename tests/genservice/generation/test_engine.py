@@ -1,0 +1,88 @@
+"""generate: prompt → sampled candidates → validated, ranked → the best, with timings and events."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import pytest
+
+from genservice.generation import engine
+from genservice.generation.engine import GenerationRequest, generate
+from genservice.generation.sampler import Completion
+
+BOX = "import cadquery as cq\nresult = cq.Workplane('XY').box(20, 10, 5)\n"
+FENCED = f"```python\n{BOX}```"
+
+
+def _scripted(texts: list[str], seen: dict):
+    def fake_sample(
+        loaded, messages, n, seed, max_new_tokens, temperature, top_p, images, progress
+    ):
+        seen.update(messages=messages, n=n, seed=seed, images=images)
+        progress(n, n)
+        return [Completion(t, (1, 2), -1.0, "stop") for t in texts[:n]]
+
+    return fake_sample
+
+
+def test_the_best_candidate_is_chosen_by_the_validators(monkeypatch, causal, pool):
+    seen: dict = {}
+    monkeypatch.setattr(engine, "sample", _scripted(["box(", FENCED, "nonsense"], seen))
+    events: list[tuple] = []
+    request = GenerationRequest("a box 20 x 10 x 5 mm", n=3, seed=9, spec={"bbox_mm": [20, 10, 5]})
+    result = generate(request, causal, pool, progress=lambda *e: events.append(e))
+    assert result.valid and result.program == BOX  # fences removed by clean_completion
+    assert result.candidates[0].index == 1
+    assert [c.valid for c in result.candidates] == [True, False, False]
+    assert result.seed == 9 and result.sampling["n"] == 3 and seen["seed"] == 9
+    assert seen["messages"][0]["role"] == "system" and "a box" in seen["messages"][1]["content"]
+    assert set(result.timings) == {"generate_s", "pool_wait_s", "validate_s"}
+    assert result.model_id == causal.model_id and result.weights_sha256 == causal.weights_sha256
+    stages = [e[0] for e in events]
+    assert stages[0] == "generating" and stages[-1] == "done"
+    assert ("generating", 3, 3) in events and ("validating", 3, 3) in events
+    assert events[-1] == ("done", 1, 3)
+    assert result.to_dict()["candidates"][0]["program"] == BOX
+
+
+def test_an_edit_puts_the_previous_program_in_the_prompt(monkeypatch, causal, pool):
+    seen: dict = {}
+    monkeypatch.setattr(engine, "sample", _scripted([BOX], seen))
+    request = GenerationRequest(
+        "a box", n=1, previous_program="result = 1\n", instruction="make it taller"
+    )
+    generate(request, causal, pool)
+    user = seen["messages"][1]["content"]
+    assert "Current program:\nresult = 1" in user and "Change: make it taller" in user
+
+
+def test_the_pool_may_still_be_starting(monkeypatch, causal, pool):
+    monkeypatch.setattr(engine, "sample", _scripted([BOX], {}))
+    starting: Future = Future()
+    starting.set_result(pool)
+    result = generate(GenerationRequest("a box", n=1), causal, starting)
+    assert result.valid
+
+
+def test_a_random_model_end_to_end(causal, pool):
+    request = GenerationRequest("a box", n=2, seed=1, max_new_tokens=8)
+    result = generate(request, causal, pool)
+    assert len(result.candidates) == 2 and not result.valid
+    assert result.generated_tokens > 0
+    again = generate(request, causal, pool)
+    assert [c.program for c in again.candidates] == [c.program for c in result.candidates]
+
+
+def test_requests_are_checked(causal, pool):
+    with pytest.raises(ValueError, match="domain"):
+        GenerationRequest("x", domain="mesh")
+    with pytest.raises(ValueError, match="empty"):
+        GenerationRequest("  ")
+    with pytest.raises(ValueError, match="both the previous program"):
+        GenerationRequest("x", instruction="taller")
+    with pytest.raises(ValueError, match="tests and an entry_point"):
+        GenerationRequest("x", domain="code")
+    with pytest.raises(ValueError, match="n must be"):
+        GenerationRequest("x", n=0)
+    with pytest.raises(ValueError, match="takes text only"):
+        generate(GenerationRequest("x", images=("picture",)), causal, pool)
