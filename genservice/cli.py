@@ -17,6 +17,7 @@ from genservice.cli_common import (
     sandbox_limits,
 )
 from genservice.cli_corpus import add_corpus_commands, corpus_command
+from genservice.cli_eval import add_eval_command, eval_command
 from genservice.cli_export import add_export_commands, export_command, provenance_command
 from genservice.cli_generate import add_generate_command, generate_command
 
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_export_commands(sub)
     add_corpus_commands(sub)
     add_generate_command(sub)
+    add_eval_command(sub)
     return parser
 
 
@@ -98,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             return corpus_command(args)
         if args.command == "generate":
             return generate_command(args)
+        if args.command == "eval":
+            return eval_command(args)
     except UsageError as exc:
         print(f"genservice {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,0 +1,155 @@
+"""`genservice eval`: how good a model is on held-back tasks (see training/evaluate.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from genservice.cli_common import UsageError, sandbox_limits
+
+# Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
+# only, so no test task is ever a training task whatever seed the training corpus used.
+EVAL_SEED = 20261130
+
+
+def add_eval_command(sub: Any) -> None:
+    """Register `eval` on the CLI's subparsers."""
+    parser = sub.add_parser(
+        "eval",
+        help="measure a model: invalidity, spec adherence, IoU, Chamfer, pass@k",
+        description="Generate N candidates per task, validate them blind, pick the best by the "
+        "validators' reward (never by the reference) and score against the reference.",
+    )
+    parser.add_argument("--model", type=Path, help="local model directory (default: shipped)")
+    parser.add_argument(
+        "--tasks", default="test", help="test, ood, or a JSONL task file (default test)"
+    )
+    parser.add_argument("--per-family", type=int, default=6, help="tasks per family (test/ood)")
+    parser.add_argument("--limit", type=int, help="at most this many tasks from a file")
+    parser.add_argument("--domains", help="comma-separated: cad,scene,code (default all)")
+    parser.add_argument("--n", type=int, default=8, help="candidates per task (default 8)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--temperature", type=float, default=0.8)
+    parser.add_argument("--top-p", type=float, default=0.95)
+    parser.add_argument("--max-new-tokens", type=int, default=768)
+    parser.add_argument("--workers", type=int, help="sandbox workers")
+    parser.add_argument("-o", "--output", type=Path, default=Path("eval"), help="output directory")
+
+
+def load_eval_tasks(spec: str, per_family: int, limit: int | None, domains: list[str] | None):
+    """Task rows for `--tasks`: a split of the procedural corpus, or a JSONL file."""
+    if spec in ("test", "ood", "val"):
+        from training.corpus.build import build_corpus
+        from training.corpus.families import families_for
+
+        families = families_for(domains)
+        chosen = [f for f in families if (f.held_out if spec == "ood" else not f.held_out)]
+        if not chosen:
+            raise UsageError(f"no {spec} families for domains {domains}")
+        count = per_family * len(chosen)
+        return list(build_corpus(count, EVAL_SEED, families=chosen, split=spec))
+    path = Path(spec)
+    if not path.is_file():
+        raise UsageError(f"--tasks must be test, ood, val or a JSONL file; {spec} does not exist")
+    tasks = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            task = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path}:{number}: not JSON: {exc}") from exc
+        if domains and task.get("domain") not in domains:
+            continue
+        tasks.append(task)
+    return tasks[:limit] if limit else tasks
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    """Run `genservice eval`."""
+    if not 1 <= args.n <= 64:
+        raise UsageError("--n must be between 1 and 64")
+    if args.per_family < 1:
+        raise UsageError("--per-family must be at least 1")
+    domains = [d.strip() for d in args.domains.split(",")] if args.domains else None
+    if domains and set(domains) - {"cad", "scene", "code"}:
+        raise UsageError("--domains takes cad, scene and code")
+    tasks = load_eval_tasks(args.tasks, args.per_family, args.limit, domains)
+    if not tasks:
+        raise UsageError("no tasks to evaluate")
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from genservice.generation.loader import ModelNotFoundError, default_model_dir, load_model
+    from genservice.generation.prompts import build_messages, clean_completion
+    from genservice.generation.sampler import sample
+    from training.evaluate import run_evaluation, write_outputs
+    from validators.sandbox import SandboxPool, SandboxUnavailable
+    from validators.sandbox.pool import DEFAULT_PRELOAD
+
+    model_dir = args.model or default_model_dir()
+    try:
+        loaded = load_model(model_dir)
+    except (ModelNotFoundError, ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from exc
+
+    def generate(task: dict[str, Any], n: int, seed: int) -> list[str]:
+        messages = build_messages(task["domain"], task["prompt"])
+        completions = sample(
+            loaded,
+            messages,
+            n=n,
+            seed=seed,
+            max_new_tokens=args.max_new_tokens,
+            temperature=args.temperature,
+            top_p=args.top_p,
+        )
+        return [clean_completion(c.text) for c in completions]
+
+    limits, workers, isolation = sandbox_limits(None, args.workers)
+    preload = (*DEFAULT_PRELOAD, "validators.code.guest")
+    progress = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=None,
+        transient=False,
+    )
+    try:
+        pool = SandboxPool(size=workers, limits=limits, isolation=isolation, preload=preload)
+    except SandboxUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+    with pool, progress:
+        bar = progress.add_task("evaluating", total=len(tasks))
+        results = run_evaluation(
+            tasks,
+            generate,
+            pool,
+            n=args.n,
+            seed=args.seed,
+            limits=limits,
+            progress=lambda done, total: progress.update(bar, completed=done),
+        )
+    meta = {
+        "model": str(model_dir),
+        "model_id": loaded.model_id,
+        "weights_sha256": loaded.weights_sha256,
+        "tasks": args.tasks,
+        "task_count": len(tasks),
+        "n": args.n,
+        "seed": args.seed,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "max_new_tokens": args.max_new_tokens,
+        "eval_seed": EVAL_SEED,
+        "per_family": args.per_family,
+        "command": "genservice " + " ".join(sys.argv[1:]),
+    }
+    paths = write_outputs(results, args.output, meta)
+    print(paths["markdown"].read_text())
+    print(f"written: {', '.join(str(p) for p in paths.values())}", file=sys.stderr)
+    return 0
