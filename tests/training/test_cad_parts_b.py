@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from training.corpus.base import Family, Sample, to_task
-from training.corpus.cad_parts_b import FAMILIES, gear_outline, polygon_area, revolved_volume
+from training.corpus.cad_parts_b import (
+    FAMILIES,
+    articles,
+    gear_outline,
+    polygon_area,
+    revolved_volume,
+)
 from training.corpus.phrasing import NUMBER_WORDS, number
 from validators.cad.program import find_parameters, parse
 from validators.cad.validate import CadOptions, check_spec, validate_cad
@@ -149,3 +155,15 @@ def test_gear_outline_lies_between_root_and_tip() -> None:
     assert len(points) % teeth == 0
     assert min(radii) == pytest.approx(module * (teeth / 2 - 1.25))
     assert max(radii) == pytest.approx(module * (teeth / 2 + 1))
+
+
+def test_articles_before_numbers() -> None:
+    """'a' becomes 'an' where the number is read with a vowel sound, and only there."""
+    assert (
+        articles("a 8 mm bore, A 11 mm cable, a M6 nut")
+        == "an 8 mm bore, An 11 mm cable, an M6 nut"
+    )
+    assert (
+        articles("a 110 mm arm, a 1 mm wall, via 8 holes")
+        == "a 110 mm arm, a 1 mm wall, via 8 holes"
+    )

@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import math
 import random
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from training.corpus import phrasing
@@ -33,7 +34,13 @@ class DrawnFamily:
 
     def sample(self, rng: random.Random) -> Sample:
         """Draw parameters and write the prompt, reference program and spec."""
-        return self.draw(rng)
+        drawn = self.draw(rng)
+        return replace(drawn, prompt=articles(drawn.prompt))
+
+
+def articles(text: str) -> str:
+    """'a' made 'an' before numbers read with a vowel sound: an 8 mm, an 11 mm, an M6."""
+    return re.sub(r"\b([Aa]) (?=8|1[18](?![\d])|M\d)", r"\1n ", text)
 
 
 def program(params: dict[str, Any], body: str, imports: str = "import cadquery as cq") -> str:
@@ -659,7 +666,7 @@ def _clip_prompt(rng: random.Random, p: dict[str, Any]) -> str:
         p[k] for k in ("cable", "wall", "width", "tab_length", "screw", "opening")
     )
     metric = clearance(s)
-    hole = f"a {size(s)} hole" + (
+    hole = f"a {phrasing.length(rng, s, False)} hole" + (
         f" for an {metric} screw" if metric and rng.random() < 0.4 else ""
     )
     style = rng.randrange(7)

@@ -411,12 +411,13 @@ def _organiser_prompt(rng: random.Random, p: dict[str, Any]) -> str:
     n = phrasing.number
     w, d, base, wall, h = (p[k] for k in ("width", "depth", "base", "wall", "wall_height"))
     dividers = p["dividers"]
+    plural = "s" if dividers > 1 else ""
     if dividers:
         split = phrasing.pick(
             rng,
             [
-                f"{phrasing.count(rng, dividers)} evenly spaced dividers",
-                f"{dividers + 1} compartments ({dividers} dividers)",
+                f"{phrasing.count(rng, dividers)} evenly spaced divider{plural}",
+                f"{dividers + 1} compartments ({dividers} divider{plural})",
             ],
         )
     else:
