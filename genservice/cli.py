@@ -20,6 +20,7 @@ from genservice.cli_corpus import add_corpus_commands, corpus_command
 from genservice.cli_eval import add_eval_command, eval_command
 from genservice.cli_export import add_export_commands, export_command, provenance_command
 from genservice.cli_generate import add_generate_command, generate_command
+from genservice.cli_train import add_train_commands, train_command
 
 EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_corpus_commands(sub)
     add_generate_command(sub)
     add_eval_command(sub)
+    add_train_commands(sub)
     return parser
 
 
@@ -102,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             return generate_command(args)
         if args.command == "eval":
             return eval_command(args)
+        if args.command == "train":
+            return train_command(args)
     except UsageError as exc:
         print(f"genservice {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
