@@ -1,0 +1,117 @@
+"""The model card of a trained model directory: data, size, the exact commands, measured metrics.
+
+Written from what the run recorded (training_summary.json) and what `genservice eval` measured
+(eval.json), so the card never states a figure nobody measured.
+
+Usage: python -m training.model_card MODEL_DIR [EVAL_DIR ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from training.evaluate import markdown_table
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def headline(summary: dict[str, Any]) -> list[str]:
+    """One line per measured domain with the figures the targets are stated in."""
+    lines = []
+    for domain, group in summary["domains"].items():
+        if domain == "code":
+            pass_n = next(
+                (v for k, v in group.items() if k.startswith("code_pass@") and k != "code_pass@1"),
+                None,
+            )
+            lines.append(
+                f"- code: pass@1 {_pct(group['code_pass@1'])}, pass@N {_pct(pass_n)} "
+                f"({group['tasks']} tasks)"
+            )
+            continue
+        one = group["pass@1"]
+        best_key = next(k for k in group if k.startswith("best_of_"))
+        best = group[best_key]
+        lines.append(
+            f"- {domain}: invalidity@1 {_pct(one['invalidity'])}, spec adherence@1 "
+            f"{_pct(one['spec_adherence'])}, median IoU@1 {_num(one['iou_valid_median'])} "
+            f"(valid) / {_num(one['iou_all_median'])} (invalid = 0), median Chamfer×10³ "
+            f"{_num(one['chamfer_x1000_median'])}; {best_key.replace('_', ' ')}: invalidity "
+            f"{_pct(best['invalidity'])}, spec {_pct(best['spec_adherence'])}, median IoU "
+            f"{_num(best['iou_all_median'])} ({group['tasks']} tasks)"
+        )
+    return lines
+
+
+def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
+    """Write MODEL_DIR/README.md from the training summary and the evaluations given."""
+    summary = json.loads((model_dir / "training_summary.json").read_text())
+    data, model = summary["data"], summary["model"]
+    config = summary.get("config", {})
+    lines = [
+        f"# {model_dir.name}: genservice's embedded model",
+        "",
+        "A small causal language model (Qwen2 architecture) trained from scratch on this machine "
+        "class (2 CPU cores) from genservice's own procedural corpus. It writes CadQuery scripts "
+        "for parts and scenes and Python functions, in the chat format of "
+        "`genservice/generation/prompts.py`. Nothing was downloaded.",
+        "",
+        "## Size",
+        f"- {model['parameters'] / 1e6:.2f} M parameters, vocabulary {model['vocab_size']} "
+        "(byte-level BPE trained on the corpus, digits split one per token)",
+        f"- architecture: `{json.dumps(config.get('model', {}).get('init'))}`",
+        "",
+        "## Data",
+        f"- corpus: `{data['train_file']}`, built by `genservice corpus build` (see the command "
+        "below); train split only, "
+        f"{data['train_examples']} examples ({json.dumps(data.get('by_domain'))}), "
+        f"{data['train_tokens']:,} tokens of which {data['reply_tokens']:,} are replies (the "
+        "loss is on replies only)",
+        f"- validation: {data['val_examples']} rows of the val split",
+        "- test and out-of-distribution tasks are never trained on: a task's split is a hash of "
+        "its family and parameters, and four families are held out entirely",
+        "",
+        "## Training",
+        f"- {summary['steps']} steps ({summary['epochs']:.2f} epochs), stopped by "
+        f"{summary['stopped']}, {summary['train_time_s'] / 60:.1f} minutes on "
+        f"{summary['num_threads']} CPU threads; final train loss "
+        f"{summary['final_train_loss']:.4f}, val loss {summary['final_val_loss']:.4f}",
+        f"- settings: `{json.dumps(config.get('training'))}`",
+        "",
+        "## Commands",
+        "```bash",
+        "genservice corpus build --n 40000 --seed 0 -o data/corpus/corpus.jsonl",
+        f"{summary['command']}",
+        "```",
+        "",
+    ]
+    for eval_dir in eval_dirs:
+        report = json.loads((eval_dir / "eval.json").read_text())
+        meta = report["meta"]
+        lines += [
+            f"## Evaluation: {meta['tasks']} ({meta['task_count']} tasks, N = {meta['n']})",
+            "",
+            f"`{meta['command']}`",
+            "",
+            *headline(report["summary"]),
+            "",
+            report["summary"]["selection"] + ".",
+            "",
+            markdown_table(report["summary"]),
+        ]
+    path = model_dir / "README.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+if __name__ == "__main__":
+    print(write_model_card(Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]]))
