@@ -182,13 +182,12 @@ def loss_sum(model: Any, batch: dict[str, torch.Tensor], bf16: bool) -> torch.Te
     width = labels.shape[1]
     first = int(labelled[0]) if len(labelled) else width - 1
     keep = max(2, width - first + 1)  # positions first-1 .. width-1 predict first .. width
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        logits = model(
-            input_ids=batch["input_ids"],
-            attention_mask=batch["attention_mask"],
-            use_cache=False,
-            logits_to_keep=keep,
-        ).logits
+        try:
+            logits = model(**inputs, use_cache=False, logits_to_keep=keep).logits
+        except TypeError:  # a model without logits_to_keep
+            logits = model(**inputs, use_cache=False).logits[:, width - keep :]
     targets = labels[:, width - keep + 1 :]
     return F.cross_entropy(
         logits[:, :-1].float().reshape(-1, logits.shape[-1]),

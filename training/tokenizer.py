@@ -1,8 +1,8 @@
 """A byte-level BPE tokenizer trained on the corpus, with a ChatML chat template.
 
-Byte-level BPE round-trips any text exactly (unicode, code, whitespace). Digits are split one per
-token, so a model copies dimensions from the prompt digit by digit instead of having to learn a
-separate token for every number. The result is a transformers `PreTrainedTokenizerFast` saved
+Byte-level BPE round-trips any NFC text exactly (unicode, code, whitespace). Digits are split one
+per token, so a model copies dimensions from the prompt digit by digit instead of having to learn
+a separate token for every number. The result is a transformers `PreTrainedTokenizerFast` saved
 with `save_pretrained`, so serving loads it with `AutoTokenizer` like any other model's.
 """
 
@@ -18,6 +18,14 @@ from genservice.generation.prompts import SYSTEM, build_messages
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
 
+# Qwen2's pre-tokenizer (its `\p{N}` takes one digit at a time) and NFC normaliser. transformers
+# loads a tokenizer saved next to a qwen2 config as Qwen2Tokenizer, which rebuilds exactly this
+# pipeline whatever tokenizer.json says, so training and serving split text the same way only if
+# the tokenizer is trained with it.
+PRETOKENIZE_REGEX = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 ENDOFTEXT, IM_START, IM_END, PAD = "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|pad|>"
 SPECIAL_TOKENS = [ENDOFTEXT, IM_START, IM_END, PAD]
 
@@ -71,7 +79,7 @@ def train_tokenizer(
     texts: Iterable[str], vocab_size: int, out_dir: str | Path | None = None
 ) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE (digits split) on texts plus the system messages; save if out_dir."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     if vocab_size < 256 + len(SPECIAL_TOKENS):
         raise ValueError(
@@ -79,10 +87,11 @@ def train_tokenizer(
             f"special tokens), got {vocab_size}"
         )
     tokenizer = Tokenizer(models.BPE())
+    tokenizer.normalizer = normalizers.NFC()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )
     tokenizer.decoder = decoders.ByteLevel()
