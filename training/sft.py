@@ -564,6 +564,7 @@ def _tokenizer_and_model(
     source = checkpoint or (Path(config.model.from_dir) if config.model.from_dir else None)
     if source is not None:
         tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
+        _warn_if_resplit(tokenizer, Path(source))
         model = AutoModelForCausalLM.from_pretrained(
             str(source), local_files_only=True, dtype=torch.float32
         )
@@ -595,6 +596,22 @@ def _tokenizer_and_model(
     )
     scratch = Qwen2ForCausalLM(model_config)
     return tokenizer, scratch.float()
+
+
+def _warn_if_resplit(tokenizer: Any, folder: Path) -> None:
+    """Say so when transformers loads a tokenizer with other splitting than tokenizer.json's."""
+    saved = folder / "tokenizer.json"
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or not saved.is_file():
+        return
+    on_disk, loaded = json.loads(saved.read_text()), json.loads(backend.to_str())
+    if any(on_disk.get(k) != loaded.get(k) for k in ("normalizer", "pre_tokenizer")):
+        print(
+            f"warning: transformers loads {folder} as {type(tokenizer).__name__}, which splits "
+            f"text differently from its tokenizer.json: a model trained with that file's "
+            "splitting now sees other token sequences (retrain its tokenizer with this code)",
+            file=sys.stderr,
+        )
 
 
 def _ensure_chat_format(tokenizer: Any, model: Any) -> None:

@@ -170,6 +170,14 @@ def test_saved_model_loads_locally_and_generates(trained: Path) -> None:
 
     assert (trained / "model.safetensors").is_file()
     tok = AutoTokenizer.from_pretrained(str(trained), local_files_only=True)
+    # Serving's tokenizer (transformers picks Qwen2Tokenizer for a qwen2 dir) splits text exactly
+    # as the one the model was trained with.
+    rows = [r for r in synthetic_rows() if r["split"] == "train"]
+    fresh = train_tokenizer(iter_rows_texts(rows), 400)
+    for row in rows:
+        assert encode_task(tok, row, reply_format(tok)) == encode_task(
+            fresh, row, reply_format(fresh)
+        )
     model = AutoModelForCausalLM.from_pretrained(str(trained), local_files_only=True)
     generation = json.loads((trained / "generation_config.json").read_text())
     assert generation["eos_token_id"] == tok.convert_tokens_to_ids(IM_END)
