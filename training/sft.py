@@ -263,6 +263,11 @@ def _train_sft(
     if checkpoint is not None:
         state = torch.load(checkpoint / STATE_FILE, weights_only=True)
         _check_same_run(state["config"], config, checkpoint)
+    elif latest_checkpoint(checkpoints) is not None:
+        raise SetupError(
+            f"{checkpoints} already holds checkpoints: pass --resume to continue that run, "
+            "or remove the folder (or set checkpoint_dir) to start a new one"
+        )
 
     train_rows = load_tasks(config.data.train, config.data.train_splits, config.data.domains)
     if not train_rows:
@@ -310,11 +315,6 @@ def _train_sft(
         torch.set_rng_state(state["torch_rng"])
         random.setstate(_as_random_state(state["python_rng"]))
     else:
-        if latest_checkpoint(checkpoints) is not None:
-            raise SetupError(
-                f"{checkpoints} already holds checkpoints: pass --resume to continue that run, "
-                "or remove the folder (or set checkpoint_dir) to start a new one"
-            )
         torch.manual_seed(train_cfg.seed)
         random.seed(train_cfg.seed)
 
