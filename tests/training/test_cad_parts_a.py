@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from training.corpus.base import Family, Sample, to_task
+from tests.training.draws import draws, spread
+from training.corpus.base import to_task
 from training.corpus.cad_parts_a import FAMILIES, clearance
 from training.corpus.phrasing import NUMBER_WORDS, number
 from validators.cad.program import find_parameters, parse
@@ -17,21 +18,6 @@ from validators.cad.validate import CadOptions, check_spec, validate_cad
 # As genservice.task_audit judges CAD tasks: no printability or physics checks.
 OPTIONS = CadOptions(printability=False, physics=False)
 BY_NAME = {family.name: family for family in FAMILIES}
-
-
-def draws(family: Family, n: int) -> list[Sample]:
-    """Samples of seeds 0 .. n-1."""
-    return [family.sample(random.Random(seed)) for seed in range(n)]
-
-
-def spread(family: Family, pool_size: int = 60, keep: int = 8) -> list[Sample]:
-    """Seed 0 and draws holding the smallest and largest value of each parameter, at most keep."""
-    samples = draws(family, pool_size)
-    chosen = [0]
-    for name in samples[0].params:
-        values = [s.params[name] for s in samples]
-        chosen += [values.index(min(values)), values.index(max(values))]
-    return [samples[i] for i in dict.fromkeys(chosen)][:keep]
 
 
 def written_forms(value: Any) -> list[str]:
@@ -66,7 +52,7 @@ def test_families() -> None:
 @pytest.mark.parametrize("name", BY_NAME)
 def test_references_pass_their_spec(name: str, pool: Any) -> None:
     """Spread-out draws, extremes included, build one valid solid that meets the spec."""
-    for sample in spread(BY_NAME[name]):
+    for sample in spread(BY_NAME[name], 60, 8):
         assert sample.spec is not None
         check_spec(sample.spec)
         report = validate_cad(sample.reference, pool, spec=sample.spec, options=OPTIONS)

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from training.corpus.base import Family, Sample, to_task
+from tests.training.draws import draws, spread
+from training.corpus.base import to_task
 from training.corpus.phrasing import NUMBER_WORDS, number
 from training.corpus.scenes import FAMILIES
 from validators.cad.program import find_parameters, parse
@@ -18,33 +19,6 @@ from validators.cad.validate import CadOptions, check_spec, validate_cad
 OPTIONS = CadOptions(printability=False, physics=True)
 PHYSICS = ("stability", "interference", "floating_parts", "support")
 BY_NAME = {family.name: family for family in FAMILIES}
-
-
-def draws(family: Family, n: int) -> list[Sample]:
-    """Samples of seeds 0 .. n-1."""
-    return [family.sample(random.Random(seed)) for seed in range(n)]
-
-
-def spread(family: Family, pool_size: int = 40, keep: int = 4) -> list[Sample]:
-    """Seed 0 and the tallest, most slender (height over footprint) and busiest of the draws."""
-    samples = draws(family, pool_size)
-
-    def box(sample: Sample) -> list[float]:
-        assert sample.spec is not None
-        return [float(v) for v in sample.spec["bbox_mm"]]
-
-    def solids(sample: Sample) -> int:
-        assert sample.spec is not None
-        return int(sample.spec["solids"])
-
-    chosen = [
-        samples[0],
-        max(samples, key=lambda s: box(s)[2]),
-        max(samples, key=lambda s: box(s)[2] / min(box(s)[:2])),
-        max(samples, key=solids),
-    ]
-    unique = {id(s): s for s in chosen}
-    return list(unique.values())[:keep]
 
 
 def written_forms(value: Any) -> list[str]:
@@ -79,7 +53,7 @@ def test_families() -> None:
 def test_references_are_sound_scenes(name: str, pool: Any) -> None:
     """Seed 0 and the tallest, most slender and busiest draws stand, touch without overlap and
     meet the spec."""
-    for sample in spread(BY_NAME[name]):
+    for sample in spread(BY_NAME[name], 40, 4):
         assert sample.spec is not None
         check_spec(sample.spec)
         report = validate_cad(
