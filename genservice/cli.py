@@ -20,6 +20,13 @@ from genservice.cli_corpus import add_corpus_commands, corpus_command
 from genservice.cli_eval import add_eval_command, eval_command
 from genservice.cli_export import add_export_commands, export_command, provenance_command
 from genservice.cli_generate import add_generate_command, generate_command
+from genservice.cli_service import (
+    add_service_commands,
+    api_command,
+    keys_command,
+    run_command,
+    worker_command,
+)
 from genservice.cli_train import add_train_commands, train_command
 
 EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -77,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_generate_command(sub)
     add_eval_command(sub)
     add_train_commands(sub)
+    add_service_commands(sub)
     return parser
 
 
@@ -106,6 +114,14 @@ def main(argv: list[str] | None = None) -> int:
             return eval_command(args)
         if args.command == "train":
             return train_command(args)
+        if args.command == "run":
+            return run_command(args)
+        if args.command == "worker":
+            return worker_command(args)
+        if args.command == "api":
+            return api_command(args)
+        if args.command == "keys":
+            return keys_command(args)
     except UsageError as exc:
         print(f"genservice {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -120,18 +120,23 @@ class GenerationResult:
         }
 
 
-def generate(
-    request: GenerationRequest,
-    loaded: LoadedModel,
-    pool: Any,
-    progress: ProgressCallback | None = None,
-    limits: Any | None = None,
-    parameters: dict[str, Any] | None = None,
-) -> GenerationResult:
-    """Sample request.n programs, validate them all on `pool`, and return the best.
+@dataclass(frozen=True)
+class Sampled:
+    """One sampled program before validation: the cleaned text, why it stopped, its length."""
 
-    `pool` may also be a Future of a pool still starting: it is awaited once sampling is done.
-    """
+    program: str
+    finish_reason: str
+    tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (jobs store it between the generate and validate stages)."""
+        return {"program": self.program, "finish_reason": self.finish_reason, "tokens": self.tokens}
+
+
+def sample_programs(
+    request: GenerationRequest, loaded: LoadedModel, progress: ProgressCallback | None = None
+) -> list[Sampled]:
+    """Sample request.n programs for the request (one prefill, shared KV cache), cleaned."""
     loaded.check_images(len(request.images))
     notify = progress or (lambda *event: None)
     settings = request.sampling()
@@ -142,7 +147,6 @@ def generate(
         instruction=request.instruction,
         images=len(request.images),
     )
-    started = time.perf_counter()
     notify("generating", 0, settings.n)
     completions = sample(
         loaded,
@@ -155,14 +159,22 @@ def generate(
         images=list(request.images) or None,
         progress=lambda done, total: notify("generating", done, total),
     )
-    generated = time.perf_counter()
-    if isinstance(pool, Future):
-        pool = pool.result()
-    ready = time.perf_counter()
-    programs = [clean_completion(c.text) for c in completions]
-    notify("validating", 0, len(programs))
+    return [Sampled(clean_completion(c.text), c.finish_reason, len(c.tokens)) for c in completions]
+
+
+def rank_programs(
+    request: GenerationRequest,
+    sampled: list[Sampled],
+    pool: Any,
+    progress: ProgressCallback | None = None,
+    limits: Any | None = None,
+    parameters: dict[str, Any] | None = None,
+) -> list[Candidate]:
+    """Validate the sampled programs on the pool; candidates best first (valid, then reward)."""
+    notify = progress or (lambda *event: None)
+    notify("validating", 0, len(sampled))
     ranked = rerank(
-        programs,
+        [s.program for s in sampled],
         request.domain,
         pool,
         spec=request.spec,
@@ -172,13 +184,34 @@ def generate(
         limits=limits,
         progress=lambda done, total: notify("validating", done, total),
     )
-    validated = time.perf_counter()
-    candidates = [
-        Candidate(
-            s.program, s.reward, s.valid, s.index, s.report, completions[s.index].finish_reason
-        )
+    return [
+        Candidate(s.program, s.reward, s.valid, s.index, s.report, sampled[s.index].finish_reason)
         for s in ranked
     ]
+
+
+def generate(
+    request: GenerationRequest,
+    loaded: LoadedModel,
+    pool: Any,
+    progress: ProgressCallback | None = None,
+    limits: Any | None = None,
+    parameters: dict[str, Any] | None = None,
+) -> GenerationResult:
+    """Sample request.n programs, validate them all on `pool`, and return the best.
+
+    `pool` may also be a Future of a pool still starting: it is awaited once sampling is done.
+    """
+    notify = progress or (lambda *event: None)
+    settings = request.sampling()
+    started = time.perf_counter()
+    sampled = sample_programs(request, loaded, notify)
+    generated = time.perf_counter()
+    if isinstance(pool, Future):
+        pool = pool.result()
+    ready = time.perf_counter()
+    candidates = rank_programs(request, sampled, pool, notify, limits, parameters)
+    validated = time.perf_counter()
     best = candidates[0]
     valid = sum(c.valid for c in candidates)
     notify("done", valid, len(candidates))
@@ -195,5 +228,5 @@ def generate(
             "pool_wait_s": round(ready - generated, 4),
             "validate_s": round(validated - ready, 4),
         },
-        generated_tokens=sum(len(c.tokens) for c in completions),
+        generated_tokens=sum(s.tokens for s in sampled),
     )

@@ -1,0 +1,185 @@
+"""Request and response bodies of the API (the OpenAPI schema is generated from these)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Domain = Literal["cad", "scene", "code"]
+ExportFormat = Literal["glb", "step", "stl", "3mf", "ply", "spz", "splat-glb"]
+JobStatus = Literal[
+    "queued", "generating", "validating", "exporting", "done", "failed", "cancelled"
+]
+
+
+class Strict(BaseModel):
+    """Unknown fields are an error, so that a misspelt option is not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class GenerationCreate(Strict):
+    """A generation request. With `session_id`, `parent_version_id` and `instruction` it edits
+    that version's program; images come base64-encoded here or as multipart files."""
+
+    domain: Domain = "cad"
+    prompt: str = Field(default="", description="what to make (may be empty for an edit)")
+    images: list[str] = Field(default_factory=list, description="base64 PNG or JPEG images")
+    n: int = Field(default=4, description="candidates to sample; the best is kept")
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    temperature: float = Field(default=0.8, ge=0, le=10, allow_inf_nan=False)
+    top_p: float = Field(default=0.95, gt=0, le=1, allow_inf_nan=False)
+    max_new_tokens: int = Field(default=1024, ge=1)
+    session_id: str | None = Field(default=None, max_length=64)
+    parent_version_id: str | None = Field(default=None, max_length=64)
+    instruction: str | None = Field(default=None, description="the change to make (edits)")
+    spec: dict[str, Any] | None = Field(default=None, description="cad/scene: dimensions to meet")
+    tests: str | None = Field(default=None, description="code: check(candidate) or test_*")
+    entry_point: str | None = Field(default=None, max_length=200, description="code: function")
+    formats: list[ExportFormat] | None = Field(default=None, description="export formats")
+
+
+class ValidateRequest(Strict):
+    """A program to validate, with what it is checked against."""
+
+    domain: Domain = "cad"
+    program: str = Field(min_length=1)
+    spec: dict[str, Any] | None = None
+    parameters: dict[str, float | int | str | bool] | None = None
+    tests: str | None = None
+    entry_point: str | None = Field(default=None, max_length=200)
+
+
+class SessionCreate(Strict):
+    """A new design session."""
+
+    name: str = Field(default="", max_length=200)
+    domain: Domain = "cad"
+
+
+class VersionCreate(Strict):
+    """A manual edit: new code, or new parameter values for the parent's code (or both)."""
+
+    parent_version_id: str | None = Field(default=None, max_length=64)
+    program: str | None = None
+    parameters: dict[str, float | int | str | bool] | None = None
+    formats: list[ExportFormat] | None = None
+
+
+class Progress(BaseModel):
+    """How far the current stage is."""
+
+    stage: str
+    done: int
+    total: int
+    fraction: float
+    message: str
+
+
+class AssetOut(BaseModel):
+    """A downloadable file of a version."""
+
+    id: str
+    format: str
+    url: str
+    sha256: str
+    size: int
+    media_type: str
+
+
+class JobOut(BaseModel):
+    """A job: its state and progress and, once done, its result."""
+
+    id: str
+    kind: str
+    status: JobStatus
+    domain: str
+    progress: Progress
+    error: str | None
+    session_id: str | None
+    parent_version_id: str | None
+    version_id: str | None
+    attempts: int
+    created_at: float
+    updated_at: float
+    finished_at: float | None
+    result: dict[str, Any] | None
+    url: str
+    events_url: str
+
+
+class JobAccepted(BaseModel):
+    """The answer to a submitted job."""
+
+    id: str
+    status: JobStatus
+    session_id: str | None
+    url: str
+    events_url: str
+
+
+class JobPage(BaseModel):
+    """One page of jobs, newest first; pass next_cursor to get the next."""
+
+    items: list[JobOut]
+    next_cursor: str | None
+
+
+class VersionOut(BaseModel):
+    """One version: program, parameters, Report, assets, parent."""
+
+    id: str
+    session_id: str
+    parent_id: str | None
+    number: int
+    source: str
+    domain: str
+    prompt: str
+    program: str
+    parameters: dict[str, Any]
+    report: dict[str, Any]
+    valid: bool
+    job_id: str
+    assets: list[AssetOut]
+    created_at: float
+
+
+class SessionOut(BaseModel):
+    """A session with its version tree (children by parent id; roots under "root")."""
+
+    id: str
+    name: str
+    domain: str
+    head_version_id: str | None
+    created_at: float
+    updated_at: float
+    versions: list[VersionOut]
+    children: dict[str, list[str]]
+
+
+class SessionSummary(BaseModel):
+    """A session without its versions."""
+
+    id: str
+    name: str
+    domain: str
+    head_version_id: str | None
+    created_at: float
+    updated_at: float
+
+
+class ModelOut(BaseModel):
+    """A model the service generates with."""
+
+    id: str
+    kind: str
+    path: str
+    default: bool
+
+
+class Health(BaseModel):
+    """Liveness or readiness."""
+
+    status: str
+    checks: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Persistent state: SQL models and migrations (SQLite or PostgreSQL), and the asset files."""

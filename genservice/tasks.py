@@ -1,0 +1,628 @@
+"""The jobs' work, one Celery task per stage: generate (model workers), validate and export
+(CPU workers on the sandbox pool).
+
+Each task takes a job id, claims the job for its stage (store/jobs.py), renews its lease from a
+heartbeat thread while it works, stores its output and hands the job to the next queue. The
+model and the sandbox pools are created on a worker's first task and kept for its lifetime.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+
+from genservice.celery import TASK_NAMES, dispatch
+from genservice.config import Settings, load_settings
+from genservice.store import jobs
+from genservice.store.assets import LocalAssetStore
+from genservice.store.db import Database
+from genservice.store.models import Asset, Job, Session, Version, new_id, now
+
+log = logging.getLogger("genservice.worker")
+DEFAULT_FORMATS = ("glb", "step", "stl")
+HARD_LIMIT_EXIT = 70
+
+
+class SoftTimeLimit(Exception):
+    """A stage ran past the soft time limit."""
+
+
+class Runtime:
+    """What a worker process keeps between tasks: settings, database, assets, model, pools."""
+
+    def __init__(self, settings: Settings, app: Celery) -> None:
+        self.settings = settings
+        self.app = app
+        self.db = Database(settings.database)
+        self.db.migrate()
+        self.assets = LocalAssetStore(settings.data_path / "assets")
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._model: Any = None
+        self._pools: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def model(self) -> Any:
+        """The model, loaded on first use and kept (one per process: one process per GPU)."""
+        with self._lock:
+            if self._model is None:
+                from genservice.generation.loader import default_model_dir, load_model
+
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                folder = self.settings.model_dir or default_model_dir()
+                log.info("loading model %s", folder)
+                self._model = load_model(folder, device=_device(self.settings.device))
+            return self._model
+
+    def limits(self) -> Any:
+        """Sandbox limits per program."""
+        from validators.sandbox import Limits
+
+        return Limits(
+            wall_s=self.settings.sandbox_timeout_s, memory_mb=self.settings.sandbox_memory_mb
+        )
+
+    def pool(self, domain: str) -> Any:
+        """A warm sandbox pool for the domain (cad and scene share one), started on first use."""
+        kind = "code" if domain == "code" else "cad"
+        with self._lock:
+            if kind not in self._pools:
+                from validators.sandbox import Isolation, SandboxPool
+                from validators.sandbox.pool import DEFAULT_PRELOAD
+
+                isolation = Isolation("none" if self.settings.unsafe_sandbox else "bwrap")
+                preload = ("validators.code.guest",) if kind == "code" else DEFAULT_PRELOAD
+                self._pools[kind] = SandboxPool(
+                    size=self.settings.sandbox_workers,
+                    limits=self.limits(),
+                    isolation=isolation,
+                    preload=preload,
+                )
+            return self._pools[kind]
+
+    def send(self, job_id: str, stage: str) -> None:
+        """Dispatch a stage of a job."""
+        dispatch(self.app, self.settings, job_id, stage)
+
+    def close(self) -> None:
+        """Stop the pools."""
+        for pool in self._pools.values():
+            pool.close()
+        self._pools.clear()
+
+
+class StageContext:
+    """One claimed stage of one job: progress reporting, cancellation, time limits."""
+
+    def __init__(self, runtime: Runtime, job: Job, stage: str) -> None:
+        self.runtime = runtime
+        self.job = job
+        self.stage = stage
+        self.started = time.monotonic()
+        self.lost = threading.Event()
+        self._latest: tuple[int, int, str] | None = None
+        self._written = 0.0
+
+    def progress(self, done: int, total: int, message: str = "") -> None:
+        """Record progress (written at most ~4 times a second); stops a cancelled job."""
+        self.check()
+        self._latest = (done, total, message or jobs.STAGE_STATUS[self.stage])
+        if time.monotonic() - self._written >= 0.25 or done >= total:
+            self._written = time.monotonic()
+            self.renew()
+
+    def check(self) -> None:
+        """Raise if the job was cancelled or taken, or the soft time limit has passed."""
+        if self.lost.is_set():
+            raise jobs.LeaseLost(self.job.id)
+        if time.monotonic() - self.started > self.runtime.settings.soft_time_limit_s:
+            raise SoftTimeLimit(
+                f"{jobs.STAGE_STATUS[self.stage]} took longer than the "
+                f"{self.runtime.settings.soft_time_limit_s:g} s limit"
+            )
+
+    def renew(self) -> None:
+        """Extend the lease, with the latest progress."""
+        s = self.runtime.settings
+        try:
+            jobs.renew(self.runtime.db, self.job.id, self.runtime.worker, s.lease_s, self._latest)
+        except jobs.LeaseLost:
+            self.lost.set()
+            raise
+
+    def heartbeat(self, stop: threading.Event) -> None:
+        """Thread body: renew the lease every lease_s / 3; end the process past the hard limit."""
+        settings = self.runtime.settings
+        while not stop.wait(settings.lease_s / 3):
+            if time.monotonic() - self.started > settings.hard_time_limit_s:
+                reason = (
+                    f"{jobs.STAGE_STATUS[self.stage]} passed the hard time limit of "
+                    f"{settings.hard_time_limit_s:g} s; the worker was restarted"
+                )
+                jobs.fail(self.runtime.db, self.job.id, self.runtime.worker, reason)
+                log.error("job %s: %s", self.job.id, reason)
+                os._exit(HARD_LIMIT_EXIT)  # a stuck model call cannot be interrupted otherwise
+            try:
+                self.renew()
+            except jobs.LeaseLost:
+                return
+            except Exception:  # a database hiccup: the next beat tries again
+                log.exception("job %s: lease renewal failed", self.job.id)
+
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def runtime(app: Celery) -> Runtime:
+    """This process's runtime, created on first use."""
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = Runtime(load_settings(), app)
+        return _runtime
+
+
+def run_stage(rt: Runtime, stage: str, job_id: str) -> str:
+    """Claim and run one stage of a job; the claim's outcome ("claimed", "skipped", "failed")."""
+    s = rt.settings
+    claim = jobs.claim(rt.db, job_id, stage, rt.worker, s.lease_s, s.max_attempts)
+    if claim.outcome != "claimed" or claim.job is None:
+        log.info("job %s %s: %s (%s)", job_id, stage, claim.outcome, claim.reason)
+        return claim.outcome
+    context = StageContext(rt, claim.job, stage)
+    stop = threading.Event()
+    beat = threading.Thread(target=context.heartbeat, args=(stop,), daemon=True)
+    beat.start()
+    try:
+        STAGES[stage](context)
+    except jobs.LeaseLost:
+        log.info("job %s %s: cancelled or taken over; stopped", job_id, stage)
+    except SoftTimeLimit as exc:
+        jobs.fail(rt.db, job_id, rt.worker, str(exc))
+    except Exception as exc:
+        log.exception("job %s %s failed", job_id, stage)
+        jobs.fail(rt.db, job_id, rt.worker, f"{jobs.STAGE_STATUS[stage]} failed: {exc}")
+    finally:
+        stop.set()
+        beat.join()
+    return "claimed"
+
+
+# -- generate ----------------------------------------------------------------------------------
+
+
+def generation_request(rt: Runtime, job: Job, with_images: bool = True) -> Any:
+    """The engine's GenerationRequest for a job (the program to edit comes from its parent)."""
+    from genservice.generation.engine import GenerationRequest
+
+    r = job.request
+    previous = None
+    if r.get("instruction"):
+        with rt.db.session() as session:
+            parent = session.get(Version, job.parent_version_id) if job.parent_version_id else None
+        if parent is None:
+            raise ValueError("the version to edit no longer exists")
+        previous = parent.program
+    images: tuple[Any, ...] = ()
+    if with_images and r.get("images"):
+        from PIL import Image
+
+        opened = []
+        for name in r["images"]:
+            with Image.open(rt.settings.data_path / name) as image:
+                opened.append(image.convert("RGB"))
+        images = tuple(opened)
+    return GenerationRequest(
+        prompt=r["prompt"],
+        domain=job.domain,
+        n=r["n"],
+        seed=r["seed"],
+        max_new_tokens=r["max_new_tokens"],
+        temperature=r["temperature"],
+        top_p=r["top_p"],
+        images=images,
+        previous_program=previous,
+        instruction=r.get("instruction") if previous is not None else None,
+        spec=r.get("spec"),
+        tests=r.get("tests"),
+        entry_point=r.get("entry_point"),
+    )
+
+
+def stage_generate(ctx: StageContext) -> None:
+    """Sample the job's N programs with the worker's model; hand them to validation."""
+    from genservice.generation.engine import sample_programs
+
+    rt, job = ctx.runtime, ctx.job
+    ctx.progress(0, job.request["n"], "loading the model")
+    loaded = rt.model()
+    request = generation_request(rt, job)
+    started = time.perf_counter()
+
+    def on_event(stage: str, done: int, total: int) -> None:
+        ctx.progress(done, total, f"generating {total} candidates")
+
+    sampled = sample_programs(request, loaded, on_event)
+    generation = {
+        "model_id": loaded.model_id,
+        "weights_sha256": loaded.weights_sha256,
+        "seed": request.seed,
+        "sampling": request.sampling().to_dict(),
+        "generated_tokens": sum(s.tokens for s in sampled),
+        "generate_s": round(time.perf_counter() - started, 4),
+        "created_at": int(now()),
+    }
+    following = jobs.advance(
+        rt.db,
+        job.id,
+        rt.worker,
+        "generate",
+        candidates=[s.to_dict() for s in sampled],
+        result={"generation": generation},
+    )
+    rt.send(job.id, following)
+
+
+# -- validate ----------------------------------------------------------------------------------
+
+
+def stage_validate(ctx: StageContext) -> None:
+    """Validate every candidate on the sandbox pool, rank them, and decide what comes next."""
+    from genservice.generation.rerank import rerank
+
+    rt, job = ctx.runtime, ctx.job
+    r = job.request
+    sampled = job.candidates or []
+    started = time.perf_counter()
+    ranked = rerank(
+        [c["program"] for c in sampled],
+        job.domain,
+        rt.pool(job.domain),
+        spec=r.get("spec"),
+        tests=r.get("tests"),
+        entry_point=r.get("entry_point"),
+        parameters=r.get("parameters") or None,
+        limits=rt.limits(),
+        progress=lambda done, total: ctx.progress(done, total, f"validating {total} programs"),
+    )
+    scored = [
+        {
+            "index": s.index,
+            "program": s.program,
+            "reward": s.reward,
+            "valid": s.valid,
+            "finish_reason": sampled[s.index].get("finish_reason", ""),
+            "report": s.report.to_dict(),
+        }
+        for s in ranked
+    ]
+    validate_s = round(time.perf_counter() - started, 4)
+    best = scored[0]
+    result = {**(job.result or {}), "validate_s": validate_s}
+    if job.kind == "validate":
+        jobs.finish(rt.db, job.id, rt.worker, {**result, "report": best["report"]})
+        return
+    if not best["valid"]:
+        jobs.fail(
+            rt.db,
+            job.id,
+            rt.worker,
+            invalid_reason(scored),
+            result={**result, **outcome(scored)},
+        )
+        return
+    if job.domain == "code":  # nothing to export: the function and its test report are the result
+        version_id = version_id_for(job)
+        jobs.finish(
+            rt.db,
+            job.id,
+            rt.worker,
+            {**result, **outcome(scored), "version_id": version_id, "assets": []},
+            also=lambda session: _ignore(add_version(session, job, version_id, best, {})),
+            candidates=scored,
+            version_id=version_id,
+        )
+        return
+    following = jobs.advance(rt.db, job.id, rt.worker, "validate", candidates=scored, result=result)
+    rt.send(job.id, following)
+
+
+def _ignore(_value: Any) -> None:
+    return None
+
+
+def invalid_reason(scored: list[dict[str, Any]]) -> str:
+    """Why no candidate was accepted, from the best one's Report."""
+    best = scored[0]
+    error = best["report"].get("error")
+    if error:
+        where = f" (line {error['line']})" if error.get("line") else ""
+        why = f"{error['kind']}: {error['message']}{where}"
+    else:
+        failed = [n for n, c in best["report"].get("checks", {}).items() if not c.get("passed")]
+        why = "failed checks: " + (", ".join(failed) or "none passed")
+    many = len(scored)
+    what = "the program is invalid" if many == 1 else f"none of the {many} candidates is valid"
+    return f"{what}; best (reward {best['reward']:.3f}): {why}"
+
+
+def outcome(scored: list[dict[str, Any]]) -> dict[str, Any]:
+    """The result fields every generation reports: the chosen program, its Report, all rewards."""
+    best = scored[0]
+    return {
+        "program": best["program"],
+        "report": best["report"],
+        "valid": best["valid"],
+        "candidates": [
+            {
+                "index": c["index"],
+                "reward": c["reward"],
+                "valid": c["valid"],
+                "finish_reason": c["finish_reason"],
+                "program": c["program"],
+            }
+            for c in scored
+        ],
+    }
+
+
+# -- export ------------------------------------------------------------------------------------
+
+
+def version_id_for(job: Job) -> str:
+    """A job's version id, derived from the job id so that a retried export reuses it."""
+    return job.version_id or "ver_" + job.id.removeprefix("job_")
+
+
+def add_version(
+    session: Any, job: Job, version_id: str, best: dict[str, Any], record: dict[str, Any]
+) -> Version:
+    """Insert the job's version into its session (numbered) and make it the session's head."""
+    assert job.session_id is not None
+    count = session.query(Version).filter(Version.session_id == job.session_id).count()
+    version = Version(
+        id=version_id,
+        session_id=job.session_id,
+        owner_id=job.owner_id,
+        parent_id=job.parent_version_id,
+        number=count + 1,
+        job_id=job.id,
+        source="generation" if job.kind == "generation" else job.request.get("source", "edit"),
+        domain=job.domain,
+        prompt=job.request.get("instruction") or job.request.get("prompt") or "",
+        program=best["program"],
+        parameters=job.request.get("parameters") or {},
+        report=best["report"],
+        record=record,
+        created_at=now(),
+    )
+    session.add(version)
+    owner = session.get(Session, job.session_id)
+    if owner is not None:
+        owner.head_version_id = version_id
+        owner.updated_at = now()
+    return version
+
+
+def provenance_record(job: Job) -> dict[str, Any]:
+    """What the manifest says about how the program was made (fixed per version)."""
+    generation = (job.result or {}).get("generation")
+    if generation is not None:
+        return {
+            "created_at": generation["created_at"],
+            "model_id": generation["model_id"],
+            "weights_sha256": generation["weights_sha256"],
+            "prompt": job.request.get("instruction") or job.request.get("prompt"),
+            "seed": generation["seed"],
+            "sampling": {**generation["sampling"], "domain": job.domain},
+        }
+    return {"created_at": int(job.created_at)}
+
+
+def export_files(
+    rt: Runtime,
+    version_id: str,
+    program: str,
+    parameters: dict[str, Any],
+    record: dict[str, Any],
+    formats: tuple[str, ...],
+    domain: str,
+    spec: dict[str, Any] | None,
+    scratch: Path,
+) -> list[dict[str, Any]]:
+    """Export a program into `scratch` and put each file in the asset store; file entries."""
+    from exporters.export import ExportOptions, export_script
+    from exporters.formats import MEDIA_TYPES
+    from exporters.provenance import GenerationRecord
+
+    generation_record = GenerationRecord(
+        created_at=datetime.fromtimestamp(int(record["created_at"]), UTC),
+        model_id=record.get("model_id"),
+        weights_sha256=record.get("weights_sha256"),
+        prompt=record.get("prompt"),
+        seed=record.get("seed"),
+        sampling=record.get("sampling") or {},
+    )
+    exported = export_script(
+        program,
+        scratch,
+        rt.pool(domain),
+        stem="model",
+        parameters=parameters,
+        record=generation_record,
+        options=ExportOptions(formats=formats),
+        limits=rt.limits(),
+        domain=domain,
+        spec=spec,
+    )
+    files = [*exported.files.items(), ("manifest", exported.manifest)]
+    entries = []
+    for fmt, path in files:
+        key = f"{version_id}/{path.name}"
+        sha256, size = rt.assets.put(key, path)
+        media = "application/json" if fmt == "manifest" else MEDIA_TYPES[fmt]
+        entries.append(
+            {"format": fmt, "path": key, "sha256": sha256, "size": size, "media_type": media}
+        )
+    return entries
+
+
+def upsert_assets(
+    session: Any, version: Version | None, version_id: str, owner_id: str, entries: list[dict]
+) -> list[dict[str, Any]]:
+    """Record the files as the version's assets (replacing a format's older row)."""
+    existing = {a.format: a for a in session.query(Asset).filter(Asset.version_id == version_id)}
+    listed = []
+    for entry in entries:
+        asset = existing.get(entry["format"])
+        if asset is None:
+            asset = Asset(id=new_id("ast"), version_id=version_id, owner_id=owner_id, **entry)
+            session.add(asset)
+        else:
+            asset.path, asset.sha256, asset.size = entry["path"], entry["sha256"], entry["size"]
+            asset.media_type = entry["media_type"]
+        listed.append(asset_entry(asset))
+    return listed
+
+
+def asset_entry(asset: Asset) -> dict[str, Any]:
+    """An asset as the API lists it."""
+    return {
+        "id": asset.id,
+        "format": asset.format,
+        "url": f"/v1/assets/{asset.id}",
+        "sha256": asset.sha256,
+        "size": asset.size,
+        "media_type": asset.media_type,
+    }
+
+
+def stage_export(ctx: StageContext) -> None:
+    """Export the chosen program (new version) or more formats of a version (on demand)."""
+    rt, job = ctx.runtime, ctx.job
+    scratch = rt.settings.data_path / "tmp" / f"{job.id}-{rt.worker.replace(':', '-')}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    try:
+        if job.kind == "export":
+            _export_more(ctx, scratch)
+        else:
+            _export_version(ctx, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _export_version(ctx: StageContext, scratch: Path) -> None:
+    rt, job = ctx.runtime, ctx.job
+    best = (job.candidates or [])[0]
+    version_id = version_id_for(job)
+    record = provenance_record(job)
+    formats = tuple(job.request.get("formats") or DEFAULT_FORMATS)
+    ctx.progress(0, len(formats), "exporting " + ", ".join(formats))
+    from exporters.export import ExportError
+
+    try:
+        entries = export_files(
+            rt,
+            version_id,
+            best["program"],
+            job.request.get("parameters") or {},
+            record,
+            formats,
+            job.domain,
+            job.request.get("spec"),
+            scratch,
+        )
+    except ExportError as exc:
+        jobs.fail(rt.db, job.id, rt.worker, f"the program is valid but exporting it failed: {exc}")
+        return
+    ctx.check()
+    listed: list[dict[str, Any]] = []
+
+    def write(session: Any) -> None:
+        version = add_version(session, job, version_id, best, record)
+        session.flush()
+        listed.extend(upsert_assets(session, version, version_id, job.owner_id, entries))
+
+    scored = job.candidates or []
+    # `write` fills `listed` (asset ids exist once their rows do) before the job row is
+    # updated in the same transaction, so the result is complete the moment it reads "done".
+    result = {**(job.result or {}), **outcome(scored), "version_id": version_id, "assets": listed}
+    jobs.finish(rt.db, job.id, rt.worker, result, also=write, version_id=version_id)
+
+
+def _export_more(ctx: StageContext, scratch: Path) -> None:
+    rt, job = ctx.runtime, ctx.job
+    version_id = job.request["version_id"]
+    with rt.db.session() as session:
+        version = session.get(Version, version_id)
+        have = [a.format for a in session.query(Asset).filter(Asset.version_id == version_id)]
+    if version is None:
+        jobs.fail(rt.db, job.id, rt.worker, f"version {version_id} no longer exists")
+        return
+    wanted = [f for f in have if f != "manifest"]
+    wanted += [f for f in job.request["formats"] if f not in wanted]
+    ctx.progress(0, len(wanted), "exporting " + ", ".join(wanted))
+    from exporters.export import ExportError
+
+    try:
+        # Everything again, so that one manifest covers every file (unchanged files are
+        # byte-identical: the provenance record fixes every timestamp).
+        entries = export_files(
+            rt,
+            version_id,
+            version.program,
+            version.parameters,
+            version.record or {"created_at": int(version.created_at)},
+            tuple(wanted),
+            version.domain,
+            None,
+            scratch,
+        )
+    except ExportError as exc:
+        jobs.fail(rt.db, job.id, rt.worker, f"exporting failed: {exc}")
+        return
+    listed: list[dict[str, Any]] = []
+
+    def write(session: Any) -> None:
+        listed.extend(upsert_assets(session, None, version_id, version.owner_id, entries))
+
+    result = {"version_id": version_id, "assets": listed}
+    jobs.finish(rt.db, job.id, rt.worker, result, also=write)
+
+
+STAGES: dict[str, Callable[[StageContext], None]] = {
+    "generate": stage_generate,
+    "validate": stage_validate,
+    "export": stage_export,
+}
+
+
+def register_tasks(app: Celery) -> None:
+    """Define the three stage tasks on the app."""
+    for stage, name in TASK_NAMES.items():
+
+        def task(job_id: str, _stage: str = stage) -> str:
+            return run_stage(runtime(app), _stage, job_id)
+
+        task.__name__ = f"{stage}_task"
+        app.task(name=name, acks_late=True, reject_on_worker_lost=True)(task)
+
+
+def _device(choice: str) -> str:
+    if choice != "auto":
+        return choice
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
