@@ -122,7 +122,7 @@ def _check_limits(service: ServiceState, body: GenerationCreate) -> None:
     s = service.settings
     if not 1 <= body.n <= s.max_n:
         raise unprocessable(f"n must be between 1 and {s.max_n}, not {body.n}")
-    if body.max_new_tokens > s.max_new_tokens:
+    if body.max_new_tokens is not None and body.max_new_tokens > s.max_new_tokens:
         raise unprocessable(f"max_new_tokens may be at most {s.max_new_tokens}")
     if len(body.prompt) > s.max_prompt_chars:
         raise unprocessable(
@@ -224,7 +224,7 @@ async def create_generation(request: Request, service: State, key: Key) -> JobAc
         "seed": seed,
         "temperature": body.temperature,
         "top_p": body.top_p,
-        "max_new_tokens": body.max_new_tokens,
+        "max_new_tokens": body.max_new_tokens or service.settings.max_new_tokens,
         "instruction": body.instruction,
         "spec": body.spec,
         "tests": body.tests,

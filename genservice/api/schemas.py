@@ -30,7 +30,9 @@ class GenerationCreate(Strict):
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
     temperature: float = Field(default=0.8, ge=0, le=10, allow_inf_nan=False)
     top_p: float = Field(default=0.95, gt=0, le=1, allow_inf_nan=False)
-    max_new_tokens: int = Field(default=1024, ge=1)
+    max_new_tokens: int | None = Field(
+        default=None, ge=1, description="per candidate (default: the service's limit)"
+    )
     session_id: str | None = Field(default=None, max_length=64)
     parent_version_id: str | None = Field(default=None, max_length=64)
     instruction: str | None = Field(default=None, description="the change to make (edits)")

@@ -1,0 +1,411 @@
+"""The REST API against a real embedded service: generation end to end with its files, sessions
+and versions, validation, assets on demand, auth and ownership, limits, cancel, health."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.genservice.api.service import FLANGE, Service, wait_job
+
+pytestmark = pytest.mark.slow
+BOX = (
+    "import cadquery as cq\nwidth = 20\nheight = 10\n"
+    "result = cq.Workplane().box(width, 15, height)\n"
+)
+
+
+@pytest.fixture(scope="module")
+def generated(service: Service) -> dict[str, Any]:
+    """One finished best-of-4 generation of the flange prompt."""
+    with service.client() as client:
+        accepted = client.post("/v1/generations", json={"prompt": FLANGE, "n": 4, "seed": 1})
+        assert accepted.status_code == 202, accepted.text
+        return wait_job(client, accepted.json()["id"])
+
+
+def _download(
+    client: httpx.Client, url: str, tmp_path: Path, name: str
+) -> tuple[Path, httpx.Response]:
+    response = client.get(url)
+    assert response.status_code == 200, response.text
+    path = tmp_path / name
+    path.write_bytes(response.content)
+    return path, response
+
+
+def test_generation_runs_end_to_end_with_events(service: Service) -> None:
+    with service.client() as client:
+        job_id = client.post("/v1/generations", json={"prompt": FLANGE, "n": 2, "seed": 3}).json()[
+            "id"
+        ]
+        events = []
+        with client.stream("GET", f"/v1/generations/{job_id}/events") as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            name = None
+            for line in stream.iter_lines():
+                if line.startswith("event: "):
+                    name = line.removeprefix("event: ")
+                elif line.startswith("data: "):
+                    events.append((name, json.loads(line.removeprefix("data: "))))
+    stages = [data["status"] for _, data in events]
+    assert events[-1][0] in ("done", "failed")
+    assert "generating" in stages and "validating" in stages
+    order = ["queued", "generating", "validating", "exporting", "done", "failed"]
+    assert stages == sorted(stages, key=order.index), "progress never goes backwards"
+    if events[-1][0] == "failed":
+        assert events[-1][1]["error"], "a failed job says why"
+
+
+def test_a_done_generation_has_its_program_report_candidates_and_files(
+    service: Service, generated: dict[str, Any], tmp_path: Path
+) -> None:
+    assert generated["status"] == "done", generated["error"]
+    result = generated["result"]
+    assert result["valid"] and result["report"]["valid"]
+    assert "cadquery" in result["program"]
+    assert len(result["candidates"]) == 4
+    rewards = [c["reward"] for c in result["candidates"]]
+    assert rewards[0] == max(rewards) and all(0 <= r <= 1 for r in rewards)
+    assert generated["version_id"] == result["version_id"]
+    formats = {a["format"]: a for a in result["assets"]}
+    assert {"glb", "step", "stl", "manifest"} <= set(formats)
+    with service.client() as client:
+        files = {}
+        for fmt in ("glb", "step", "manifest"):
+            path, response = _download(client, formats[fmt]["url"], tmp_path, f"model.{fmt}")
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == formats[fmt]["sha256"]
+            assert response.headers["x-content-sha256"] == formats[fmt]["sha256"]
+            files[fmt] = path
+    assert client_content_type(formats, "glb") == "model/gltf-binary"
+    from exporters.gltf_validator import validate_files
+    from exporters.provenance import verify
+
+    (report,) = validate_files([files["glb"]])
+    assert report.errors == 0, report.messages
+    import cadquery as cq
+
+    solids = cq.importers.importStep(str(files["step"])).solids().vals()
+    assert solids and all(s.isValid() for s in solids)
+    manifest = tmp_path / "model.manifest.json"
+    files["manifest"].rename(manifest)
+    for fmt in ("glb", "step"):
+        (tmp_path / f"model.{fmt}").rename(tmp_path / f"model{'.glb' if fmt == 'glb' else '.step'}")
+    assert verify(tmp_path / "model.step", manifest).ok
+    record = json.loads(manifest.read_text())
+    assert record["generation"]["model_id"] == "tiny"
+
+
+def client_content_type(formats: dict[str, Any], fmt: str) -> str:
+    return str(formats[fmt]["media_type"])
+
+
+def test_more_formats_are_made_on_demand_and_cached(
+    service: Service, generated: dict[str, Any], tmp_path: Path
+) -> None:
+    assets = {a["format"]: a for a in generated["result"]["assets"]}
+    glb = assets["glb"]
+    with service.client() as client:
+        first = client.get(f"{glb['url']}?format=3mf")
+        assert first.status_code == 200, first.text
+        assert first.headers["content-type"] == "model/3mf"
+        digest = first.headers["x-content-sha256"]
+        assert hashlib.sha256(first.content).hexdigest() == digest
+        again = client.get(f"{glb['url']}?format=3mf")
+        assert again.headers["x-content-sha256"] == digest
+        # Exporting another format does not change the files already handed out.
+        assert client.get(glb["url"]).headers["x-content-sha256"] == glb["sha256"]
+        version = client.get(f"/v1/versions/{generated['version_id']}").json()
+        assert "3mf" in {a["format"] for a in version["assets"]}
+        manifest = client.get(f"{glb['url']}?format=manifest").json()
+        assert {f["format"] for f in manifest["files"]} >= {"glb", "step", "3mf"}
+        bad = client.get(f"{glb['url']}?format=obj")
+        assert bad.status_code == 422 and "format" in bad.json()["detail"]
+
+
+def test_sessions_keep_a_version_tree_and_manual_edits(
+    service: Service, generated: dict[str, Any]
+) -> None:
+    with service.client() as client:
+        session = client.get(f"/v1/sessions/{generated['session_id']}").json()
+        (first,) = session["versions"]
+        assert first["id"] == generated["version_id"] and first["parent_id"] is None
+        assert session["head_version_id"] == first["id"]
+        # A hand-written program becomes version 2, a child of version 1.
+        job = client.post(
+            f"/v1/sessions/{session['id']}/versions",
+            json={"parent_version_id": first["id"], "program": BOX},
+        )
+        assert job.status_code == 202, job.text
+        done = wait_job(client, job.json()["id"])
+        assert done["status"] == "done", done["error"]
+        second = client.get(f"/v1/versions/{done['version_id']}").json()
+        assert second["parent_id"] == first["id"] and second["number"] == 2
+        assert second["report"]["metrics"]["bbox_mm"] == pytest.approx([20, 15, 10])
+        # A parameter change re-validates and re-exports the parent's program.
+        job = client.post(
+            f"/v1/sessions/{session['id']}/versions",
+            json={"parent_version_id": second["id"], "parameters": {"width": 42}},
+        )
+        third_job = wait_job(client, job.json()["id"])
+        third = client.get(f"/v1/versions/{third_job['version_id']}").json()
+        assert third["parameters"] == {"width": 42} and third["program"] == BOX
+        assert third["report"]["metrics"]["bbox_mm"] == pytest.approx([42, 15, 10])
+        assert {a["format"] for a in third["assets"]} >= {"glb", "step"}
+        # Broken code: the job fails at the line, no version is made, nothing is lost.
+        broken = client.post(
+            f"/v1/sessions/{session['id']}/versions",
+            json={"parent_version_id": third["id"], "program": BOX + "result = result.(\n"},
+        )
+        failed = wait_job(client, broken.json()["id"])
+        assert failed["status"] == "failed" and "line 5" in failed["error"]
+        tree = client.get(f"/v1/sessions/{session['id']}").json()
+        assert [v["number"] for v in tree["versions"]] == [1, 2, 3]
+        assert tree["children"][first["id"]] == [second["id"]]
+        assert tree["head_version_id"] == third["id"]
+
+
+def test_an_edit_instruction_makes_a_child_version_or_says_why_not(
+    service: Service, generated: dict[str, Any]
+) -> None:
+    with service.client() as client:
+        response = client.post(
+            "/v1/generations",
+            json={
+                "session_id": generated["session_id"],
+                "parent_version_id": generated["version_id"],
+                "instruction": "make it 12 mm thick",
+                "n": 2,
+                "seed": 5,
+            },
+        )
+        assert response.status_code == 202, response.text
+        done = wait_job(client, response.json()["id"])
+        if done["status"] == "done":
+            version = client.get(f"/v1/versions/{done['version_id']}").json()
+            assert version["parent_id"] == generated["version_id"]
+            assert version["prompt"] == "make it 12 mm thick"
+        else:
+            assert done["status"] == "failed" and done["error"]
+            assert len(done["result"]["candidates"]) == 2
+
+
+def test_validate_returns_the_report(service: Service) -> None:
+    with service.client() as client:
+        good = client.post("/v1/validate", json={"program": BOX, "parameters": {"height": 4}})
+        assert good.status_code == 200, good.text
+        assert good.json()["valid"] and good.json()["metrics"]["bbox_mm"] == pytest.approx(
+            [20, 15, 4]
+        )
+        bad = client.post("/v1/validate", json={"program": "import cadquery as cq\nresult = (\n"})
+        assert bad.status_code == 200
+        assert bad.json()["valid"] is False and bad.json()["error"]["line"] == 2
+        hostile = client.post(
+            "/v1/validate",
+            json={"program": "import socket\nsocket.create_connection(('1.1.1.1', 80))\n"},
+        )
+        assert hostile.status_code == 200 and hostile.json()["valid"] is False
+        code = client.post(
+            "/v1/validate",
+            json={
+                "domain": "code",
+                "program": "def add(a, b):\n    return a + b\n",
+                "tests": "def check(candidate):\n    assert candidate(2, 3) == 5\n",
+                "entry_point": "add",
+            },
+        )
+        assert code.status_code == 200 and code.json()["valid"] is True
+
+
+def test_code_generations_report_their_tests(service: Service) -> None:
+    with service.client() as client:
+        response = client.post(
+            "/v1/generations",
+            json={
+                "domain": "code",
+                "prompt": "Write a function add(a, b) that returns the sum of a and b.",
+                "tests": "def check(candidate):\n    assert candidate(2, 3) == 5\n",
+                "entry_point": "add",
+                "n": 2,
+                "seed": 0,
+            },
+        )
+        assert response.status_code == 202, response.text
+        done = wait_job(client, response.json()["id"])
+    assert done["status"] in ("done", "failed")
+    assert len(done["result"]["candidates"]) == 2
+    assert "checks" in done["result"]["report"]
+    if done["status"] == "done":
+        assert done["result"]["assets"] == [] and done["version_id"]
+
+
+def test_keys_are_required_and_resources_are_private(
+    service: Service, generated: dict[str, Any]
+) -> None:
+    other = service.new_key("other-owner")
+    asset = generated["result"]["assets"][0]["id"]
+    urls = [
+        ("GET", f"/v1/generations/{generated['id']}"),
+        ("GET", f"/v1/generations/{generated['id']}/events"),
+        ("POST", f"/v1/generations/{generated['id']}/cancel"),
+        ("GET", f"/v1/sessions/{generated['session_id']}"),
+        ("GET", f"/v1/versions/{generated['version_id']}"),
+        ("GET", f"/v1/assets/{asset}"),
+    ]
+    with httpx.Client(base_url=service.url, timeout=30) as anonymous:
+        for method, url in [*urls, ("GET", "/v1/generations"), ("GET", "/v1/models")]:
+            response = anonymous.request(method, url)
+            assert response.status_code == 401, (url, response.text)
+            assert response.headers["www-authenticate"] == "Bearer"
+            bad = anonymous.request(method, url, headers={"Authorization": "Bearer gs_wrong"})
+            assert bad.status_code == 401
+    with service.client(other) as client:
+        for method, url in urls:
+            assert client.request(method, url).status_code == 404, url
+        assert client.get("/v1/generations").json()["items"] == []
+        versions = client.post(
+            f"/v1/sessions/{generated['session_id']}/versions", json={"program": BOX}
+        )
+        assert versions.status_code == 404
+    service.cli("keys", "revoke", "other-owner")
+    with service.client(other) as client:
+        assert client.get("/v1/generations").status_code == 401
+
+
+def test_rate_limits_and_quotas_answer_429_with_retry_after(service: Service) -> None:
+    limited = service.new_key("limited", "--rate-limit", "3")
+    with service.client(limited) as client:
+        codes = [client.get("/v1/generations").status_code for _ in range(4)]
+        assert codes[:3] == [200, 200, 200] and codes[3] == 429
+        response = client.get("/v1/generations")
+        assert response.status_code == 429 and int(response.headers["retry-after"]) >= 1
+        assert "rate limit" in response.json()["detail"]
+    quota = service.new_key("quota", "--jobs-per-day", "1")
+    with service.client(quota) as client:
+        first = client.post("/v1/generations", json={"prompt": "a washer", "n": 1})
+        assert first.status_code == 202
+        second = client.post("/v1/generations", json={"prompt": "a washer", "n": 1})
+        assert second.status_code == 429 and "quota" in second.json()["detail"]
+        assert int(second.headers["retry-after"]) > 0
+        client.post(f"/v1/generations/{first.json()['id']}/cancel")
+
+
+def _png(size: int = 8) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (size, size), (200, 30, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"prompt": "x" * 2001}, "limit is 2000"),
+        ({"prompt": "a plate", "n": 10000}, "n must be between 1 and 4"),
+        ({"prompt": "a plate", "n": 0}, "n must be between"),
+        ({"prompt": "a plate", "domain": "mesh"}, "domain"),
+        ({"prompt": "   "}, "prompt is empty"),
+        ({"prompt": "a plate", "colour": "red"}, "colour"),
+        ({"prompt": "a plate", "temperature": -1}, "temperature"),
+        ({"prompt": "a plate", "images": ["not base64!"]}, "not valid base64"),
+        ({"prompt": "a plate", "images": [base64.b64encode(b"GIF89a...").decode()]}, "PNG or JPEG"),
+        (
+            {
+                "prompt": "a plate",
+                "images": [base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"0" * 100001).decode()],
+            },
+            "limit",
+        ),
+        ({"prompt": "sum", "domain": "code"}, "needs tests"),
+        ({"prompt": "a plate", "tests": "def check(c): pass"}, "domain code only"),
+        ({"prompt": "a plate", "spec": {"bbox_mm": "big"}}, "spec"),
+        ({"prompt": "a plate", "max_new_tokens": 100000}, "max_new_tokens"),
+        ({"instruction": "thicker"}, "session_id and parent_version_id"),
+    ],
+)
+def test_bad_requests_get_a_422_that_says_what_to_fix(
+    service: Service, body: dict[str, Any], fragment: str
+) -> None:
+    with service.client() as client:
+        response = client.post("/v1/generations", json=body)
+    assert response.status_code == 422, response.text
+    assert fragment in json.dumps(response.json()["detail"])
+
+
+def test_images_reach_the_model_check_and_oversized_bodies_get_413(service: Service) -> None:
+    with service.client() as client:
+        # The shipped model reads text only: the job fails and says so.
+        files = [("images", ("ref.png", _png(), "image/png"))]
+        data = {"request": json.dumps({"prompt": "a part like this", "n": 1})}
+        response = client.post("/v1/generations", data=data, files=files)
+        assert response.status_code == 202, response.text
+        failed = wait_job(client, response.json()["id"])
+        assert failed["status"] == "failed" and "text only" in failed["error"]
+        big = client.post(
+            "/v1/generations",
+            content=b"{" + b" " * 1_100_000 + b"}",
+            headers={"content-type": "application/json"},
+        )
+        assert big.status_code == 413 and "larger than" in big.json()["detail"]
+        malformed = client.post(
+            "/v1/generations", content=b"{nope", headers={"content-type": "application/json"}
+        )
+        assert malformed.status_code == 422 and "JSON" in malformed.json()["detail"]
+
+
+def test_cancel_ends_a_job_for_good(service: Service) -> None:
+    with service.client() as client:
+        job = client.post("/v1/generations", json={"prompt": FLANGE, "n": 4}).json()
+        cancelled = client.post(f"/v1/generations/{job['id']}/cancel")
+        assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+        again = client.post(f"/v1/generations/{job['id']}/cancel")
+        assert again.status_code == 409
+        time.sleep(3)  # a worker that picked it up must not bring it back
+        assert client.get(f"/v1/generations/{job['id']}").json()["status"] == "cancelled"
+
+
+def test_jobs_are_listed_newest_first_page_by_page(service: Service) -> None:
+    with service.client() as client:
+        seen: list[str] = []
+        cursor = None
+        while True:
+            params: dict[str, Any] = {"limit": 2}
+            if cursor:
+                params["cursor"] = cursor
+            page = client.get("/v1/generations", params=params).json()
+            seen += [j["id"] for j in page["items"]]
+            cursor = page["next_cursor"]
+            if not cursor:
+                break
+        everything = client.get("/v1/generations", params={"limit": 100}).json()["items"]
+        assert seen == [j["id"] for j in everything] and len(seen) == len(set(seen)) >= 3
+        stamps = [j["created_at"] for j in everything]
+        assert stamps == sorted(stamps, reverse=True)
+        assert client.get("/v1/generations", params={"cursor": "junk"}).status_code == 422
+
+
+def test_health_readiness_metrics_models_and_the_page(service: Service) -> None:
+    with service.client() as client:
+        assert client.get("/healthz").json()["status"] == "ok"
+        ready = client.get("/readyz").json()
+        assert ready["status"] == "ready" and ready["checks"] == {"database": "ok", "broker": "ok"}
+        metrics = client.get("/metrics").text
+        assert (
+            "genservice_http_requests_total" in metrics
+            and 'genservice_jobs{status="done"}' in metrics
+        )
+        (model,) = client.get("/v1/models").json()
+        assert model["id"] == "tiny" and model["kind"] == "causal" and model["default"]
+        page = client.get("/")
+        assert page.status_code == 200 and "genservice" in page.text
+        schema = client.get("/openapi.json").json()
+        assert "/v1/generations" in schema["paths"] and "/v1/assets/{asset_id}" in schema["paths"]
