@@ -26,6 +26,7 @@ TEST_SETTINGS = {
     "GENSERVICE_MAX_N": "4",
     "GENSERVICE_MAX_NEW_TOKENS": "600",
     "GENSERVICE_WAIT_S": "90",
+    "GENSERVICE_RATE_LIMIT_PER_MINUTE": "6000",  # the tests poll fast
     "HF_HUB_OFFLINE": "1",
 }
 
@@ -143,23 +144,36 @@ def wait_job(client: httpx.Client, job_id: str, timeout: float = 180) -> dict[st
     """Poll a job until it ends; its final JSON."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        job = client.get(f"/v1/generations/{job_id}").json()
+        job = _get_job(client, job_id)
         if job["status"] in TERMINAL:
-            return dict(job)
+            return job
         time.sleep(0.1)
     raise AssertionError(f"job {job_id} did not end in {timeout} s: {job}")
 
 
 def wait_state(
-    client: httpx.Client, job_id: str, status: str, message: str, timeout: float = 120
+    client: httpx.Client,
+    job_id: str,
+    status: str,
+    message: str,
+    timeout: float = 120,
+    attempt: int = 1,
 ) -> dict[str, Any]:
-    """Poll until the job is in `status` with `message` in its progress message."""
+    """Poll until the job is in `status` with `message` in its progress message, claimed by a
+    worker for the `attempt`-th time or later."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        job = client.get(f"/v1/generations/{job_id}").json()
-        if job["status"] == status and message in job["progress"]["message"]:
+        job = _get_job(client, job_id)
+        claimed = job["attempts"] >= attempt
+        if job["status"] == status and message in job["progress"]["message"] and claimed:
             return dict(job)
         if job["status"] in TERMINAL:
             raise AssertionError(f"job {job_id} ended before reaching {status}: {job}")
         time.sleep(0.02)
     raise AssertionError(f"job {job_id} never reached {status} / {message!r}")
+
+
+def _get_job(client: httpx.Client, job_id: str) -> dict[str, Any]:
+    response = client.get(f"/v1/generations/{job_id}")
+    assert response.status_code == 200, response.text
+    return dict(response.json())
