@@ -14,6 +14,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from sqlalchemy import select
+from starlette.requests import ClientDisconnect
 
 from genservice.api.deps import Key, ServiceState, State, check_quota
 from genservice.api.schemas import GenerationCreate, JobAccepted, JobOut, JobPage
@@ -83,6 +84,8 @@ async def _read_body(request: Request) -> tuple[GenerationCreate, list[bytes]]:
             raise HTTPException(415, "send application/json or multipart/form-data")
     except (ValueError, UnicodeDecodeError) as exc:
         raise unprocessable(f"the body is not valid JSON: {exc}") from exc
+    except ClientDisconnect as exc:  # nobody is left to answer; nothing was queued
+        raise HTTPException(400, "the client went away before sending the whole body") from exc
     if not isinstance(data, dict):
         raise unprocessable("the body must be a JSON object")
     try:

@@ -229,6 +229,7 @@ def finish(
             "lease_owner": None,
             "lease_expires_at": None,
             "finished_count": Job.finished_count + 1,
+            "stage_done": Job.stage_total,
             "message": "done",
             **fields,
         }
