@@ -114,9 +114,13 @@ def keys_command(args: argparse.Namespace) -> int:
 
 def worker_command(args: argparse.Namespace) -> int:
     """Run `genservice worker`: a Celery worker (solo pool) for the given queues."""
+    import warnings
+
     from genservice.celery import QUEUES, make_celery
     from genservice.tasks import register_tasks
 
+    # Workers run as root in containers and CI; the sandbox, not the worker's uid, isolates code.
+    warnings.filterwarnings("ignore", message=".*superuser privileges.*")
     settings = _settings()
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
     unknown = sorted(set(queues) - set(QUEUES))

@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 VENV=${GENSERVICE_VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-DEBIAN_PACKAGES=(bubblewrap libusb-1.0-0)
+# wrk: the HTTP load generator of bench/api.py
+DEBIAN_PACKAGES=(bubblewrap libusb-1.0-0 wrk)
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
 

@@ -128,6 +128,11 @@ def test_the_api_restarts_with_its_state_intact(tmp_path: Path) -> None:
         with service.client() as client:
             assert client.get(f"/v1/generations/{first['id']}").json() == first
             assert wait_job(client, pending)["status"] in ("done", "failed")
+        children = service.children()
+        assert len(children) == 3  # the API and two workers
+        service.stop()
+        assert service.process is not None and service.process.returncode == 0
+        assert all(not Path(f"/proc/{pid}").exists() for pid in children), "Ctrl-C stops all"
     finally:
         service.stop()
     service = Service(tmp_path / "data").start()  # a full stop and start
