@@ -35,6 +35,13 @@ def add_corpus_commands(sub: Any) -> None:
     build.add_argument("--domains", help="comma-separated: cad,scene,code (default: all)")
     build.add_argument("--families", help="comma-separated family names (default: all)")
     build.add_argument("--split", choices=SPLIT_CHOICES, help="keep only tasks of this split")
+    build.add_argument(
+        "--edits",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="follow this share of cad/scene tasks with an edit task made from it (0-1)",
+    )
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     build.add_argument("--json", action="store_true", help="print the summary as JSON")
     families = actions.add_parser("families", help="list the task families")
@@ -99,6 +106,7 @@ def _build(args: argparse.Namespace) -> int:
             domains=_split_list(args.domains),
             split=args.split,
             progress=not args.quiet and not args.json,
+            edits=args.edits,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc

@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 
 VENV=${GENSERVICE_VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-# wrk: the HTTP load generator of bench/api.py
-DEBIAN_PACKAGES=(bubblewrap libusb-1.0-0 wrk)
+# chromium: the browser the editor's tests drive (never a browser download); wrk: bench/api.py
+DEBIAN_PACKAGES=(bubblewrap libusb-1.0-0 chromium wrk)
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
 
@@ -69,7 +69,33 @@ install_node_tools() {
   echo "$want" > "$dir/node_modules/.genservice-stamp"
 }
 
+build_editor() {
+  # The web editor: npm ci, its API client generated from the service's OpenAPI schema, a Vite
+  # build into web/dist (served by the API at /). Skipped when sources and schema are unchanged.
+  local dir=web
+  [ -f "$dir/package.json" ] || return 0
+  local lock_want
+  lock_want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+  if [ ! -f "$dir/node_modules/.genservice-stamp" ] || \
+     [ "$(cat "$dir/node_modules/.genservice-stamp")" != "$lock_want" ]; then
+    say "installing the editor's packages (npm ci in $dir)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "$lock_want" > "$dir/node_modules/.genservice-stamp"
+  fi
+  "$VENV/bin/python" -m genservice.api.openapi "$dir/openapi.json"
+  local want
+  want=$( (cd "$dir" && find src index.html package-lock.json openapi.json vite.config.ts \
+    tsconfig.json -type f 2>/dev/null | sort | xargs sha256sum) | sha256sum | cut -d' ' -f1)
+  if [ -f "$dir/dist/.genservice-stamp" ] && [ "$(cat "$dir/dist/.genservice-stamp")" = "$want" ]; then
+    return 0
+  fi
+  say "building the web editor (npm run build in $dir)"
+  (cd "$dir" && npm run build --silent >/dev/null)
+  echo "$want" > "$dir/dist/.genservice-stamp"
+}
+
 install_debian_packages
 install_python_packages
 install_node_tools
+build_editor
 say "ready ($VENV)"

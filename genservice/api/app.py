@@ -109,6 +109,28 @@ def _prune_processed(folder: Path, keep_s: float = 600.0) -> None:
                 path.unlink()
 
 
+def _document_generation_body(app: FastAPI) -> None:
+    """Put GenerationCreate in the schema's components: its route reads JSON or multipart
+    itself, so FastAPI does not see the model that its documented request body refers to."""
+    from fastapi.openapi.utils import get_openapi
+
+    from genservice.api.schemas import GenerationCreate
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title, version=app.version, summary=app.summary, routes=app.routes
+            )
+            body = GenerationCreate.model_json_schema(ref_template="#/components/schemas/{model}")
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            components.update(body.pop("$defs", {}))
+            components["GenerationCreate"] = body
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def create_app(settings: Settings | None = None, reaper: bool = True) -> FastAPI:
     """The API app for the settings (read from the environment when not given)."""
     settings = settings or load_settings()
@@ -155,6 +177,7 @@ def create_app(settings: Settings | None = None, reaper: bool = True) -> FastAPI
         return response
 
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
+    _document_generation_body(app)
     if (WEB_DIST / "index.html").is_file():
         from fastapi.staticfiles import StaticFiles
 

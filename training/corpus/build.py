@@ -139,10 +139,19 @@ def write_corpus(
     domains: Sequence[str] | None = None,
     split: str | None = None,
     progress: bool = True,
+    edits: float = 0.0,
 ) -> CorpusSummary:
-    """Write the corpus as JSONL (one task per line, written atomically); a summary."""
+    """Write the corpus as JSONL (one task per line, written atomically); a summary.
+
+    With `edits` > 0, that share of CAD and scene tasks is followed by an edit task made from it
+    (training/corpus/edits.py): n counts the tasks before edits.
+    """
+    from training.corpus.edits import with_edits
+
     path = Path(path)
     rows = build_corpus(n, seed, families, domains, split)  # bad arguments raise here
+    if edits:
+        rows = with_edits(rows, seed, edits)
     summary = CorpusSummary(path, 0, n)
     partial = path.with_name(f".{path.name}.partial")
     bar: Any = None
@@ -155,7 +164,7 @@ def write_corpus(
             for row in rows:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 summary.add(row)
-                if bar is not None:
+                if bar is not None and not row.get("edit"):
                     bar.advance(task)
         os.replace(partial, path)
     finally:
