@@ -97,7 +97,10 @@ def eval_command(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
 
     def generate(task: dict[str, Any], n: int, seed: int) -> list[str]:
-        messages = build_messages(task["domain"], task["prompt"])
+        # An edit task (previous program + instruction) is asked exactly as Refine asks it.
+        messages = build_messages(
+            task["domain"], task["prompt"], task.get("previous_program"), task.get("instruction")
+        )
         completions = sample(
             loaded,
             messages,
