@@ -1,0 +1,210 @@
+"""The web editor in a real headless Chromium (Debian's, driven by Playwright; no browser
+download) against a real service: prompt → 3D → parameter → broken code → refine → undo →
+downloads. Screenshots of every step are kept in var/test-artifacts/editor/."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.genservice.api.service import FLANGE, ROOT, Service
+
+pytestmark = pytest.mark.slow
+CHROMIUM = Path("/usr/bin/chromium")
+ARTEFACTS = ROOT / "var" / "test-artifacts" / "editor"
+# Headless, software WebGL, and none of Chromium's calls home (this machine has no network).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def editor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    if not (ROOT / "web" / "dist" / "index.html").is_file():
+        pytest.fail("the editor is not built: run scripts/setup.sh (it runs npm run build in web/)")
+    service = Service(tmp_path_factory.mktemp("editor") / "data").start()
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.is_file(), "Debian's chromium is missing: run scripts/setup.sh"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture()
+def page(browser: Any, editor: Service) -> Iterator[tuple[Any, list[str]]]:
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
+    context.add_init_script(f"localStorage.setItem('genservice.apiKey', {json.dumps(editor.key)})")
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    opened.on("pageerror", lambda e: errors.append(str(e)))
+    opened.set_default_timeout(30_000)
+    yield opened, errors
+    context.close()
+
+
+def _shot(page: Any, name: str) -> None:
+    page.screenshot(path=str(ARTEFACTS / f"{name}.png"), full_page=True)
+
+
+def _pixels(page: Any) -> Any:
+    import numpy as np
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(page.locator("#viewport").screenshot())).convert("RGB")
+    return np.asarray(image, dtype=np.int16)
+
+
+def _drawn_share(pixels: Any) -> float:
+    """Share of the canvas that is not the white background."""
+    return float(((255 - pixels).max(axis=2) > 24).mean())
+
+
+def _wait_job(page: Any, timeout_s: float = 240) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = page.locator("#job-status").inner_text().strip()
+        if text.endswith("done") or "failed" in text:
+            return str(text)
+        time.sleep(0.25)
+    raise AssertionError(f"the job did not end: {page.locator('#job-status').inner_text()}")
+
+
+def _rendered(page: Any) -> str:
+    return str(page.evaluate("document.body.dataset.renderedVersion || ''"))
+
+
+def _wait_rendered(page: Any, not_version: str = "", timeout_s: float = 120) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        version = _rendered(page)
+        if version and version != not_version:
+            return version
+        time.sleep(0.2)
+    raise AssertionError(f"no new model was rendered (still {not_version!r})")
+
+
+def _largest_parameter(page: Any) -> tuple[str, float]:
+    inputs = page.locator("section[aria-label='Parameters'] input[type='number']")
+    best: tuple[str, float] = ("", 0.0)
+    for index in range(inputs.count()):
+        field = inputs.nth(index)
+        value = float(field.input_value() or 0)
+        if value > best[1]:
+            best = (str(field.get_attribute("aria-label")), value)
+    assert best[0], "the parameter panel shows the program's parameters"
+    return best
+
+
+def test_a_newcomer_goes_from_a_sentence_to_a_step_file_and_back(
+    page: tuple[Any, list[str]], editor: Service, tmp_path: Path
+) -> None:
+    browser_page, errors = page
+    p = browser_page
+    p.goto(editor.url)
+    p.get_by_label("Prompt").fill(FLANGE)
+    p.get_by_label("Candidates").fill("4")
+    p.get_by_role("button", name="Generate").click()
+    status = _wait_job(p)
+    assert status.endswith("done"), status
+    first = _wait_rendered(p)
+    _shot(p, "1-generated")
+    before = _pixels(p)
+    assert _drawn_share(before) > 0.005, "the model is drawn on the canvas"
+    assert p.locator("ol[aria-label='Candidates'] li").count() == 4
+    assert p.locator("#verdict").inner_text().strip() == "VALID"
+    assert p.locator("section[aria-label='Checks'] [data-check][data-passed='true']").count() >= 2
+
+    # A parameter: the geometry changes and a new version renders.
+    name, value = _largest_parameter(p)
+    field = p.get_by_label(name, exact=True)
+    field.fill(f"{value * 1.5:g}")
+    field.press("Enter")
+    second = _wait_rendered(p, not_version=first)
+    p.wait_for_timeout(500)
+    _shot(p, "2-parameter")
+    after = _pixels(p)
+    assert float((abs(after - before).max(axis=2) > 24).mean()) > 0.002, "the picture changed"
+    with editor.client() as client:
+        old = client.get(f"/v1/versions/{first}").json()["report"]["metrics"]["bbox_mm"]
+        new = client.get(f"/v1/versions/{second}").json()
+    assert new["parameters"][name] == pytest.approx(value * 1.5)
+    assert new["report"]["metrics"]["bbox_mm"] != old
+
+    # Broken code: its line is marked, the last good model stays.
+    p.locator("section[aria-label='Code'] .cm-content").click()
+    p.keyboard.press("Control+End")
+    p.keyboard.type("\nresult = (")
+    lines = new["program"].rstrip("\n").count("\n") + 2
+    p.wait_for_function(
+        "document.querySelector('#code-error') && "
+        "document.querySelector('#code-error').textContent.includes('line')"
+    )
+    assert f"line {lines}" in p.locator("#code-error").inner_text()
+    assert p.locator("section[aria-label='Code'] .cm-lintRange-error").count() >= 1
+    p.wait_for_timeout(2500)
+    _shot(p, "3-syntax-error")
+    assert _rendered(p) == second
+    assert _drawn_share(_pixels(p)) > 0.005
+
+    # Refine: a new version appears in the history, and undo goes back.
+    p.get_by_label("Instruction").fill("make it 12 mm thick")
+    p.get_by_role("button", name="Refine").click()
+    status = _wait_job(p)
+    assert status.endswith("done"), status
+    third = _wait_rendered(p, not_version=second)
+    history = p.locator("section[aria-label='History'] [data-version-id]")
+    assert history.count() == 3
+    current = p.locator("section[aria-label='History'] [aria-current='true']")
+    assert current.get_attribute("data-version-id") == third
+    _shot(p, "4-refined")
+    p.get_by_role("button", name="Undo").click()
+    assert _wait_rendered(p, not_version=third) == second
+    assert current.get_attribute("data-version-id") == second
+    _shot(p, "5-undo")
+
+    # Downloads: a STEP that imports and a GLB the Khronos validator accepts.
+    files = {}
+    for label, suffix in (("Download STEP", ".step"), ("Download GLB", ".glb")):
+        with p.expect_download() as download:
+            p.get_by_role("button", name=label).click()
+        target = tmp_path / download.value.suggested_filename
+        download.value.save_as(target)
+        assert target.name == f"{second}{suffix}"
+        files[suffix] = target
+    import cadquery as cq
+
+    from exporters.gltf_validator import validate_files
+
+    solids = cq.importers.importStep(str(files[".step"])).solids().vals()
+    assert solids and all(s.isValid() for s in solids)
+    (report,) = validate_files([files[".glb"]])
+    assert report.errors == 0, report.messages
+    assert errors == [], errors

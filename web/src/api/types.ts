@@ -1,0 +1,75 @@
+/**
+ * Types of the API's objects. The routes and bodies come from the generated OpenAPI schema
+ * (schema.d.ts); the Report and a job's result are free-form objects there, so their known
+ * fields are described here.
+ */
+import type { components } from "./schema";
+
+type Schemas = components["schemas"];
+export type Version = Schemas["VersionOut"];
+export type Session = Schemas["SessionOut"];
+export type Job = Schemas["JobOut"];
+export type JobAccepted = Schemas["JobAccepted"];
+export type Asset = Schemas["AssetOut"];
+export type GenerationCreate = Schemas["GenerationCreate"];
+export type VersionCreate = Schemas["VersionCreate"];
+export type ValidateRequest = Schemas["ValidateRequest"];
+export type Domain = "cad" | "scene" | "code";
+
+export interface Check {
+  score: number;
+  passed: boolean;
+  detail?: unknown;
+}
+
+export interface ReportParameter {
+  value: number | boolean | string;
+  type: string;
+  line?: number | null;
+}
+
+export interface Report {
+  valid: boolean;
+  reward: number;
+  checks: Record<string, Check>;
+  error: { kind: string; message: string; line: number | null } | null;
+  metrics: Record<string, unknown>;
+  parameters: Record<string, ReportParameter>;
+}
+
+export interface Candidate {
+  index: number;
+  reward: number;
+  valid: boolean;
+  finish_reason?: string;
+  program: string;
+}
+
+export interface JobResult {
+  program?: string;
+  report?: Report;
+  valid?: boolean;
+  candidates?: Candidate[];
+  version_id?: string | null;
+  assets?: Asset[];
+}
+
+/** A job's result with its known fields (null until the job has one). */
+export function jobResult(job: Job): JobResult | null {
+  return (job.result as JobResult | null) ?? null;
+}
+
+/** A version's Report (never null: an empty invalid one when missing). */
+export function versionReport(version: Version): Report {
+  const r = version.report as Partial<Report> | null;
+  return {
+    valid: r?.valid ?? version.valid,
+    reward: r?.reward ?? 0,
+    checks: r?.checks ?? {},
+    error: r?.error ?? null,
+    metrics: r?.metrics ?? {},
+    parameters: r?.parameters ?? {},
+  };
+}
+
+export const TERMINAL = new Set(["done", "failed", "cancelled"]);

@@ -1,0 +1,40 @@
+// Unit tests of the formatting helpers.
+import { describe, expect, it } from "vitest";
+import { detailText, downloadName, errorText, formatReward, jobStatusText, toBase64 } from "./format";
+
+describe("format", () => {
+  it("formats rewards with 3 decimals", () => {
+    expect(formatReward(1)).toBe("1.000");
+    expect(formatReward(0.12345)).toBe("0.123");
+    expect(formatReward(null)).toBe("—");
+  });
+
+  it("writes errors with their line", () => {
+    expect(errorText({ kind: "syntax", message: "SyntaxError: bad", line: 2 })).toBe("line 2: SyntaxError: bad");
+    expect(errorText({ kind: "timeout", message: "too slow", line: null })).toBe("too slow");
+    expect(errorText(null)).toBe("");
+  });
+
+  it("names downloads after the version", () => {
+    expect(downloadName("ver_1", "step")).toBe("ver_1.step");
+    expect(downloadName("ver_1", "manifest")).toBe("ver_1.manifest.json");
+    expect(downloadName("ver_1", "3mf")).toBe("ver_1.3mf");
+  });
+
+  it("writes job status lines", () => {
+    expect(jobStatusText({ status: "generating", progress: { message: "sampling", done: 1, total: 4 } })).toBe(
+      "generating: sampling (1/4)",
+    );
+    expect(jobStatusText({ status: "done" })).toBe("done");
+    expect(jobStatusText({ status: "failed", error: "no valid candidate" })).toBe("failed: no valid candidate");
+  });
+
+  it("writes check details", () => {
+    expect(detailText({ volume_mm3: 16219.1269, parts: ["a"] })).toBe('volume_mm3: 16220\nparts: ["a"]');
+    expect(detailText(undefined)).toBe("");
+  });
+
+  it("encodes base64", () => {
+    expect(toBase64(new Uint8Array([104, 105]))).toBe("aGk=");
+  });
+});

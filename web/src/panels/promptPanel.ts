@@ -1,0 +1,146 @@
+/**
+ * The Prompt panel: domain, prompt, optional reference image, number of candidates and
+ * Generate; an instruction and Refine for the current version; the job's live progress; and
+ * the gallery of candidates with their rewards, each of which can be opened.
+ */
+import type { Candidate, Domain, Job } from "../api/types";
+import type { Editor } from "../editor";
+import { clear, h } from "../lib/dom";
+import { formatReward, jobStatusText, toBase64 } from "../lib/format";
+
+export class PromptPanel {
+  readonly element: HTMLElement;
+  readonly domain = h(
+    "select",
+    { "aria-label": "Domain", id: "domain" },
+    h("option", { value: "cad" }, "CAD part"),
+    h("option", { value: "scene" }, "Scene"),
+    h("option", { value: "code" }, "Python function"),
+  );
+  readonly prompt = h("textarea", {
+    "aria-label": "Prompt",
+    id: "prompt",
+    rows: 3,
+    placeholder: "a 60 mm flange with six M5 bolt holes, 8 mm thick",
+  });
+  private readonly count = h("input", { type: "number", "aria-label": "Candidates", id: "candidates", min: 1, max: 16, value: 4 });
+  private readonly image = h("input", { type: "file", "aria-label": "Reference image", id: "reference-image", accept: "image/png,image/jpeg" });
+  private readonly tests = h("textarea", { "aria-label": "Test suite", rows: 4, placeholder: "def check(candidate):\n    assert candidate(2) == 4" });
+  private readonly entryPoint = h("input", { type: "text", "aria-label": "Entry point", placeholder: "function name" });
+  private readonly codeFields = h("div", { className: "code-fields", hidden: true });
+  private readonly generateButton = h("button", { type: "submit", className: "primary", title: "Ctrl+Enter" }, "Generate");
+  private readonly instruction = h("input", { type: "text", "aria-label": "Instruction", placeholder: "make it 10 mm thick" });
+  private readonly refineButton = h("button", { type: "submit" }, "Refine");
+  private readonly progress = h("progress", { "aria-label": "Job progress", max: 1, value: 0 });
+  private readonly status = h("div", { id: "job-status", role: "status", "aria-live": "polite" });
+  private readonly gallery = h("ol", { "aria-label": "Candidates", className: "gallery" });
+
+  constructor(private readonly editor: Editor) {
+    this.codeFields.append(
+      h("label", {}, "Test suite ", this.tests),
+      h("label", {}, "Entry point ", this.entryPoint),
+    );
+    const generate = h(
+      "form",
+      { className: "generate" },
+      h("label", {}, "Domain ", this.domain),
+      h("label", { className: "stack" }, "Prompt", this.prompt),
+      h("label", {}, "Reference image ", this.image),
+      this.codeFields,
+      h("div", { className: "row" }, h("label", {}, "Candidates ", this.count), this.generateButton),
+    );
+    generate.addEventListener("submit", (e) => {
+      e.preventDefault();
+      void this.generate();
+    });
+    const refine = h("form", { className: "refine" }, h("div", { className: "row" }, this.instruction, this.refineButton));
+    refine.addEventListener("submit", (e) => {
+      e.preventDefault();
+      void this.refine();
+    });
+    this.domain.addEventListener("change", () => this.domainChanged());
+    this.element = h(
+      "section",
+      { "aria-label": "Generation", className: "panel prompt-panel" },
+      h("h2", {}, "Prompt"),
+      generate,
+      refine,
+      h("div", { className: "job" }, this.progress, this.status),
+      h("h3", {}, "Candidates"),
+      this.gallery,
+    );
+    editor.on("job", (job) => this.showJob(job));
+    editor.on("candidates", (candidates) => this.showCandidates(candidates));
+    editor.on("session", (session) => {
+      if (session && session.domain !== this.domain.value) {
+        this.domain.value = session.domain;
+        this.domainChanged();
+      }
+    });
+  }
+
+  private domainChanged(): void {
+    const domain = this.domain.value as Domain;
+    this.editor.uiDomain = domain;
+    this.codeFields.hidden = domain !== "code";
+  }
+
+  async generate(): Promise<void> {
+    const images: string[] = [];
+    const file = this.image.files?.[0];
+    if (file) images.push(toBase64(new Uint8Array(await file.arrayBuffer())));
+    this.setBusy();
+    await this.editor.generate({
+      domain: this.domain.value as Domain,
+      prompt: this.prompt.value,
+      n: this.candidates(),
+      images,
+      tests: this.tests.value,
+      entryPoint: this.entryPoint.value.trim(),
+    });
+  }
+
+  private async refine(): Promise<void> {
+    this.setBusy();
+    await this.editor.refine(this.instruction.value, this.candidates());
+  }
+
+  private candidates(): number {
+    const n = Math.round(Number(this.count.value));
+    return Number.isFinite(n) && n >= 1 ? n : 4;
+  }
+
+  private setBusy(): void {
+    this.progress.value = 0;
+    this.status.textContent = "submitting…";
+  }
+
+  private showJob(job: Job): void {
+    const fraction = job.progress?.fraction ?? 0;
+    if (job.status === "done") this.progress.value = 1;
+    else if (job.status === "failed" || job.status === "cancelled") this.progress.value = 0;
+    else this.progress.value = Math.max(0, Math.min(1, fraction));
+    this.status.textContent = jobStatusText(job);
+    this.status.dataset.status = job.status;
+  }
+
+  private showCandidates(candidates: Candidate[]): void {
+    clear(this.gallery);
+    for (const candidate of candidates) {
+      const open = h("button", { type: "button", title: "Put this program in the code panel and render it" }, "Open");
+      open.addEventListener("click", () => void this.editor.openProgram(candidate.program));
+      const preview = candidate.program.split("\n").filter((l) => l.trim() && !l.startsWith("import")).slice(0, 3).join("\n");
+      this.gallery.append(
+        h(
+          "li",
+          { className: candidate.valid ? "valid" : "invalid", title: candidate.program },
+          h("span", { className: "index" }, `#${candidate.index}`),
+          h("span", { className: "reward" }, formatReward(candidate.reward)),
+          h("span", { className: candidate.valid ? "ok" : "bad" }, candidate.valid ? "valid" : "invalid"),
+          open,
+          h("pre", { className: "preview" }, preview),
+        ),
+      );
+    }
+  }
+}
