@@ -130,7 +130,7 @@ def test_a_newcomer_goes_from_a_sentence_to_a_step_file_and_back(
     p = browser_page
     p.goto(editor.url)
     p.get_by_label("Prompt").fill(FLANGE)
-    p.get_by_label("Candidates").fill("4")
+    p.get_by_role("spinbutton", name="Candidates").fill("4")
     p.get_by_role("button", name="Generate").click()
     status = _wait_job(p)
     assert status.endswith("done"), status
@@ -162,7 +162,7 @@ def test_a_newcomer_goes_from_a_sentence_to_a_step_file_and_back(
     p.locator("section[aria-label='Code'] .cm-content").click()
     p.keyboard.press("Control+End")
     p.keyboard.type("\nresult = (")
-    lines = new["program"].rstrip("\n").count("\n") + 2
+    lines = new["program"].count("\n") + 2  # typed on a new line after the last
     p.wait_for_function(
         "document.querySelector('#code-error') && "
         "document.querySelector('#code-error').textContent.includes('line')"
