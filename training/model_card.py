@@ -52,6 +52,45 @@ def headline(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _stages(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs that made the model, first to last (a fine-tune records its base run)."""
+    base = summary.get("base")
+    return [*(_stages(base) if base else []), summary]
+
+
+def _training_lines(summary: dict[str, Any]) -> list[str]:
+    stages = _stages(summary)
+    lines = []
+    for number, stage in enumerate(stages, start=1):
+        config = stage.get("config", {})
+        start = config.get("model", {}).get("from")
+        what = "from scratch" if not start else f"continued from the stage-{number - 1} weights"
+        where = stage["data"]["train_file"]
+        lines += [
+            f"- stage {number} ({what}, on `{where}`): {stage['steps']} steps "
+            f"({stage['epochs']:.2f} epochs), stopped by {stage['stopped']}, "
+            f"{stage['train_time_s'] / 60:.1f} minutes on {stage['num_threads']} CPU threads; "
+            f"final train loss {stage['final_train_loss']:.4f}, val loss "
+            f"{stage['final_val_loss']:.4f}",
+            f"  settings: `{json.dumps(config.get('training'))}`",
+        ]
+    if len(stages) > 1:
+        total = sum(stage["train_time_s"] for stage in stages) / 60
+        lines.append(f"- in all: {total:.1f} minutes of training on 2 CPU cores")
+    return lines
+
+
+def _commands(summary: dict[str, Any]) -> list[str]:
+    lines = []
+    for stage in _stages(summary):
+        lines.append(stage.get("corpus_command") or CORPUS_COMMAND)
+        lines.append(stage["command"])
+    return lines
+
+
+CORPUS_COMMAND = "genservice corpus build --n 40000 --seed 0 -o data/corpus/corpus.jsonl"
+
+
 def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
     """Write MODEL_DIR/README.md from the training summary and the evaluations given."""
     summary = json.loads((model_dir / "training_summary.json").read_text())
@@ -63,7 +102,13 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
         "A small causal language model (Qwen2 architecture) trained from scratch on this machine "
         "class (2 CPU cores) from genservice's own procedural corpus. It writes CadQuery scripts "
         "for parts and scenes and Python functions, in the chat format of "
-        "`genservice/generation/prompts.py`. Nothing was downloaded.",
+        "`genservice/generation/prompts.py`. Nothing was downloaded."
+        + (
+            " A second stage taught it to edit: given a program and an instruction "
+            '("make it 12 mm thick"), write the changed program.'
+            if summary.get("base")
+            else ""
+        ),
         "",
         "## Size",
         f"- {model['parameters'] / 1e6:.2f} M parameters, vocabulary {model['vocab_size']} "
@@ -81,16 +126,11 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
         "its family and parameters, and four families are held out entirely",
         "",
         "## Training",
-        f"- {summary['steps']} steps ({summary['epochs']:.2f} epochs), stopped by "
-        f"{summary['stopped']}, {summary['train_time_s'] / 60:.1f} minutes on "
-        f"{summary['num_threads']} CPU threads; final train loss "
-        f"{summary['final_train_loss']:.4f}, val loss {summary['final_val_loss']:.4f}",
-        f"- settings: `{json.dumps(config.get('training'))}`",
+        *_training_lines(summary),
         "",
         "## Commands",
         "```bash",
-        "genservice corpus build --n 40000 --seed 0 -o data/corpus/corpus.jsonl",
-        f"{summary['command']}",
+        *_commands(summary),
         "```",
         "",
     ]

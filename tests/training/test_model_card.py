@@ -1,0 +1,44 @@
+"""The model card states every training stage, its command and the total training time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from training.model_card import write_model_card
+
+
+def _summary(command: str, minutes: float, start: str | None) -> dict:
+    return {
+        "command": command,
+        "config": {"model": {"init": None if start else {"architecture": "qwen2"}, "from": start}},
+        "data": {
+            "train_file": "data/corpus/c.jsonl",
+            "train_examples": 10,
+            "by_domain": {"cad": 10},
+            "train_tokens": 1000,
+            "reply_tokens": 500,
+            "val_examples": 2,
+        },
+        "model": {"parameters": 5_250_000, "vocab_size": 2048},
+        "steps": 100,
+        "epochs": 1.0,
+        "stopped": "max_minutes",
+        "train_time_s": minutes * 60,
+        "num_threads": 2,
+        "final_train_loss": 0.05,
+        "final_val_loss": 0.04,
+    }
+
+
+def test_a_fine_tuned_model_card_lists_both_stages(tmp_path: Path) -> None:
+    base = _summary("genservice train sft --config a.yaml", 47.0, None)
+    tuned = _summary("genservice train sft --config b.yaml", 40.0, "genservice/models/tiny")
+    tuned["base"] = base
+    tuned["corpus_command"] = "genservice corpus build --n 40000 --seed 0 --edits 0.5 -o e.jsonl"
+    (tmp_path / "training_summary.json").write_text(json.dumps(tuned))
+    card = write_model_card(tmp_path, []).read_text()
+    assert "stage 1 (from scratch" in card and "stage 2 (continued from the stage-1" in card
+    assert "in all: 87.0 minutes" in card
+    assert card.index("a.yaml") < card.index("--edits 0.5") < card.index("b.yaml")
+    assert "taught it to edit" in card
