@@ -213,7 +213,7 @@ def generation_request(rt: Runtime, job: Job, with_images: bool = True) -> Any:
             parent = session.get(Version, job.parent_version_id) if job.parent_version_id else None
         if parent is None:
             raise ValueError("the version to edit no longer exists")
-        previous = parent.program
+        previous = previous_program(parent)
     images: tuple[Any, ...] = ()
     if with_images and r.get("images"):
         from PIL import Image
@@ -238,6 +238,16 @@ def generation_request(rt: Runtime, job: Job, with_images: bool = True) -> Any:
         tests=r.get("tests"),
         entry_point=r.get("entry_point"),
     )
+
+
+def previous_program(parent: Version) -> str:
+    """The program a refinement starts from: the parent's code with its parameter values in it."""
+    from validators.cad.program import ProgramError, apply_parameters
+
+    try:
+        return apply_parameters(parent.program, parent.parameters or {})
+    except ProgramError:  # parameters that no longer fit the code: the code as it is
+        return parent.program
 
 
 def stage_generate(ctx: StageContext) -> None:
@@ -295,6 +305,7 @@ def stage_validate(ctx: StageContext) -> None:
         parameters=r.get("parameters") or None,
         limits=rt.limits(),
         progress=lambda done, total: ctx.progress(done, total, f"validating {total} programs"),
+        edit=_edit_of(rt, job),
     )
     scored = [
         {
@@ -340,6 +351,16 @@ def stage_validate(ctx: StageContext) -> None:
 
 def _ignore(_value: Any) -> None:
     return None
+
+
+def _edit_of(rt: Runtime, job: Job) -> tuple[str, str] | None:
+    """(previous program, instruction) of a refinement, for ranking its candidates."""
+    instruction = job.request.get("instruction")
+    if job.kind != "generation" or not instruction or not job.parent_version_id:
+        return None
+    with rt.db.session() as session:
+        parent = session.get(Version, job.parent_version_id)
+    return (previous_program(parent), instruction) if parent is not None else None
 
 
 def invalid_reason(scored: list[dict[str, Any]]) -> str:

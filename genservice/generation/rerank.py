@@ -7,11 +7,13 @@ free worker); identical candidates are validated once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
+from validators.cad.program import ProgramError, find_parameters, parse
 from validators.report import Report
 
 DOMAINS = ("cad", "scene", "code")
@@ -43,11 +45,14 @@ def rerank(
     limits: Any | None = None,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    edit: tuple[str, str] | None = None,
 ) -> list[Scored]:
     """Validate all candidates in parallel; best first: valid ones, then by reward, then order.
 
     Validity leads because a sound part that misses the spec is invalid yet keeps a geometric
     reward, which can exceed a valid candidate's; the best must be valid whenever one is.
+    For an edit, `edit` = (previous program, instruction): among equally rewarded candidates,
+    those that make the asked change come first (see `edit_adherence`).
     """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
@@ -83,4 +88,37 @@ def rerank(
         Scored(program, reports[program], reports[program].reward, index)
         for index, program in enumerate(candidates)
     ]
-    return sorted(scored, key=lambda s: (not s.valid, -s.reward, s.index))
+    adherence = {c: edit_adherence(c, *edit) for c in unique} if edit is not None else {}
+    return sorted(
+        scored, key=lambda s: (not s.valid, -s.reward, -adherence.get(s.program, 0), s.index)
+    )
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+
+
+def edit_adherence(program: str, previous: str, instruction: str) -> int:
+    """How well a candidate makes the asked change, judged from the texts alone.
+
+    Each number in the instruction that the candidate's parameters take and the previous
+    program's did not counts one; an unchanged program counts -1. A blind signal (no reference):
+    "make it 12 mm thick" prefers the candidate with a parameter of 12.
+    """
+    if program.strip() == previous.strip():
+        return -1
+    try:
+        new = _numbers(program)
+        old = _numbers(previous)
+    except ProgramError:
+        return 0
+    asked = {float(n) for n in _NUMBER.findall(instruction)}
+    return sum(1 for number in asked if number in new and number not in old)
+
+
+def _numbers(source: str) -> set[float]:
+    """The numeric values of a program's top-level parameters."""
+    return {
+        float(p.value)
+        for p in find_parameters(parse(source)).values()
+        if isinstance(p.value, int | float) and not isinstance(p.value, bool)
+    }

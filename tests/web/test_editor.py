@@ -36,7 +36,7 @@ CHROMIUM_ARGS = [
 def editor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     if not (ROOT / "web" / "dist" / "index.html").is_file():
         pytest.fail("the editor is not built: run scripts/setup.sh (it runs npm run build in web/)")
-    service = Service(tmp_path_factory.mktemp("editor") / "data").start()
+    service = Service(tmp_path_factory.mktemp("editor") / "data", {"GENSERVICE_MAX_N": "8"}).start()
     try:
         yield service
     finally:
@@ -175,6 +175,7 @@ def test_a_newcomer_goes_from_a_sentence_to_a_step_file_and_back(
     assert _drawn_share(_pixels(p)) > 0.005
 
     # Refine: a new version appears in the history, and undo goes back.
+    p.get_by_role("spinbutton", name="Candidates").fill("8")
     p.get_by_label("Instruction").fill("make it 12 mm thick")
     p.get_by_role("button", name="Refine").click()
     status = _wait_job(p)

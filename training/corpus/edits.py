@@ -9,10 +9,9 @@ split; they carry no spec (the dimensions changed) and are marked `"edit": true`
 from __future__ import annotations
 
 import random
-import re
 from typing import Any
 
-from validators.cad.program import find_parameters, parse
+from validators.cad.program import apply_parameters, find_parameters, parse
 
 WORDS = {
     "outer_d": "outer diameter",
@@ -111,17 +110,6 @@ def _phrase(name: str, kind: str, value: float | int, rng: random.Random) -> str
     return rng.choice(FLOAT_TEMPLATES).format(words=words, v=shown)
 
 
-def _rewrite(source: str, line: int, name: str, value: float | int) -> str:
-    lines = source.splitlines(keepends=True)
-    literal = repr(float(value)) if isinstance(value, float) else str(value)
-    lines[line - 1] = re.sub(
-        rf"^(\s*{re.escape(name)}\s*(?::[^=]+)?=\s*)([^#\n]+?)(\s*(#.*)?)$",
-        lambda m: f"{m.group(1)}{literal}{m.group(3)}",
-        lines[line - 1],
-    )
-    return "".join(lines)
-
-
 def edit_row(row: dict[str, Any], rng: random.Random) -> dict[str, Any] | None:
     """An edit task made from a CAD or scene task row, or None if it has nothing to change."""
     if row.get("domain") not in ("cad", "scene"):
@@ -139,7 +127,7 @@ def edit_row(row: dict[str, Any], rng: random.Random) -> dict[str, Any] | None:
         new = _new_value(parameter.value, parameter.type, rng)  # type: ignore[arg-type]
         if new is None:
             continue
-        program = _rewrite(program, parameter.line, parameter.name, new)
+        program = apply_parameters(program, {parameter.name: new})
         phrases.append(_phrase(parameter.name, parameter.type, new, rng))
         changed[parameter.name] = new
     if not changed or program == row["reference"]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from dataclasses import dataclass
 from types import CodeType
 from typing import Any
@@ -129,6 +130,28 @@ def resolve_parameters(
         old = parameters[name]
         parameters[name] = Parameter(name, value, old.type, old.line)
     return values, parameters
+
+
+def apply_parameters(source: str, overrides: dict[str, Any]) -> str:
+    """The script's text with the overridden parameters written into their assignments.
+
+    What a person (or a model asked to edit it) should see: the program as it is run.
+    """
+    if not overrides:
+        return source
+    values, parameters = resolve_parameters(source, overrides)
+    lines = source.splitlines(keepends=True)
+    for name, value in values.items():
+        line = parameters[name].line - 1
+        pattern = rf"^(\s*{re.escape(name)}\s*(?::[^=]+)?=\s*)([^#\n]+?)(\s*(#.*)?)$"
+        replacement = rf"\g<1>{_escape(repr(value))}\g<3>"
+        lines[line] = re.sub(pattern, replacement, lines[line])
+    return "".join(lines)
+
+
+def _escape(text: str) -> str:
+    """Text as a literal in an re.sub replacement."""
+    return text.replace("\\", "\\\\")
 
 
 def compile_program(source: str, values: dict[str, ParamValue]) -> CodeType:
