@@ -305,7 +305,7 @@ def stage_validate(ctx: StageContext) -> None:
         parameters=r.get("parameters") or None,
         limits=rt.limits(),
         progress=lambda done, total: ctx.progress(done, total, f"validating {total} programs"),
-        edit=_edit_of(rt, job),
+        asked=_asked(rt, job),
     )
     scored = [
         {
@@ -353,14 +353,17 @@ def _ignore(_value: Any) -> None:
     return None
 
 
-def _edit_of(rt: Runtime, job: Job) -> tuple[str, str] | None:
-    """(previous program, instruction) of a refinement, for ranking its candidates."""
-    instruction = job.request.get("instruction")
-    if job.kind != "generation" or not instruction or not job.parent_version_id:
+def _asked(rt: Runtime, job: Job) -> tuple[str, str | None] | None:
+    """What a generation asked (its text, and the previous program of a refinement), for
+    ranking its candidates; None for hand-made versions and plain validation."""
+    if job.kind != "generation":
         return None
+    instruction = job.request.get("instruction")
+    if not instruction or not job.parent_version_id:
+        return (job.request.get("prompt") or "", None)
     with rt.db.session() as session:
         parent = session.get(Version, job.parent_version_id)
-    return (previous_program(parent), instruction) if parent is not None else None
+    return (instruction, previous_program(parent) if parent is not None else None)
 
 
 def invalid_reason(scored: list[dict[str, Any]]) -> str:

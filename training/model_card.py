@@ -95,7 +95,6 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
     """Write MODEL_DIR/README.md from the training summary and the evaluations given."""
     summary = json.loads((model_dir / "training_summary.json").read_text())
     data, model = summary["data"], summary["model"]
-    config = summary.get("config", {})
     lines = [
         f"# {model_dir.name}: genservice's embedded model",
         "",
@@ -113,7 +112,7 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
         "## Size",
         f"- {model['parameters'] / 1e6:.2f} M parameters, vocabulary {model['vocab_size']} "
         "(byte-level BPE trained on the corpus, digits split one per token)",
-        f"- architecture: `{json.dumps(config.get('model', {}).get('init'))}`",
+        f"- architecture: `{json.dumps(_stages(summary)[0]['config']['model']['init'])}`",
         "",
         "## Data",
         f"- corpus: `{data['train_file']}`, built by `genservice corpus build` (see the command "
@@ -148,6 +147,11 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             "",
             markdown_table(report["summary"]),
         ]
+    notes = summary.get("evaluation_notes") or {}
+    if notes:
+        lines += ["## Notes on the task sets", ""]
+        lines += [f"- {name}: {text}" for name, text in notes.items()]
+        lines.append("")
     path = model_dir / "README.md"
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -183,9 +183,7 @@ def rank_programs(
         parameters=parameters,
         limits=limits,
         progress=lambda done, total: notify("validating", done, total),
-        edit=(request.previous_program, request.instruction)
-        if request.previous_program is not None and request.instruction is not None
-        else None,
+        asked=(request.instruction or request.prompt, request.previous_program),
     )
     return [
         Candidate(s.program, s.reward, s.valid, s.index, s.report, sampled[s.index].finish_reason)

@@ -45,14 +45,15 @@ def rerank(
     limits: Any | None = None,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-    edit: tuple[str, str] | None = None,
+    asked: tuple[str, str | None] | None = None,
 ) -> list[Scored]:
     """Validate all candidates in parallel; best first: valid ones, then by reward, then order.
 
     Validity leads because a sound part that misses the spec is invalid yet keeps a geometric
     reward, which can exceed a valid candidate's; the best must be valid whenever one is.
-    For an edit, `edit` = (previous program, instruction): among equally rewarded candidates,
-    those that make the asked change come first (see `edit_adherence`).
+    `asked` = (the request's text, the previous program of an edit or None): among equally
+    rewarded candidates, those whose parameters take the numbers asked for come first
+    (see `adherence`).
     """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
@@ -88,31 +89,39 @@ def rerank(
         Scored(program, reports[program], reports[program].reward, index)
         for index, program in enumerate(candidates)
     ]
-    adherence = {c: edit_adherence(c, *edit) for c in unique} if edit is not None else {}
-    return sorted(
-        scored, key=lambda s: (not s.valid, -s.reward, -adherence.get(s.program, 0), s.index)
-    )
+    agree = {c: adherence(c, *asked) for c in unique} if asked and domain != "code" else {}
+    return sorted(scored, key=lambda s: (not s.valid, -s.reward, -agree.get(s.program, 0), s.index))
 
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.])(M)?(\d+(?:\.\d+)?)")
+NUMBER_WORDS: tuple[str, ...] = ("zero", "one", "two", "three", "four", "five", "six", "seven")
+NUMBER_WORDS += ("eight", "nine", "ten", "eleven", "twelve")
+_WORDS = {word: number for number, word in enumerate(NUMBER_WORDS)}
 
 
-def edit_adherence(program: str, previous: str, instruction: str) -> int:
-    """How well a candidate makes the asked change, judged from the texts alone.
+def asked_numbers(text: str) -> set[float]:
+    """The numbers a request states: digits, number words, and M-sizes as clearance holes
+    ("M5" is a 5.5 mm hole, the corpus's and the usual convention)."""
+    found = set()
+    for metric, digits in _NUMBER.findall(text):
+        found.add(float(digits) + 0.5 if metric else float(digits))
+    found |= {float(_WORDS[w]) for w in re.findall(r"[a-z]+", text.lower()) if w in _WORDS}
+    return found
 
-    Each number in the instruction that the candidate's parameters take and the previous
-    program's did not counts one; an unchanged program counts -1. A blind signal (no reference):
-    "make it 12 mm thick" prefers the candidate with a parameter of 12.
-    """
-    if program.strip() == previous.strip():
+
+def adherence(program: str, text: str, previous: str | None = None) -> int:
+    """How many of the request's numbers the candidate's parameters take, judged from the texts
+    alone (a blind signal: no reference). For an edit, only numbers the previous program did
+    not have count, and an unchanged program scores -1: "make it 12 mm thick" prefers the
+    candidate with a parameter of 12."""
+    if previous is not None and program.strip() == previous.strip():
         return -1
     try:
         new = _numbers(program)
-        old = _numbers(previous)
+        old = _numbers(previous) if previous is not None else set()
     except ProgramError:
         return 0
-    asked = {float(n) for n in _NUMBER.findall(instruction)}
-    return sum(1 for number in asked if number in new and number not in old)
+    return sum(1 for number in asked_numbers(text) if number in new and number not in old)
 
 
 def _numbers(source: str) -> set[float]:
