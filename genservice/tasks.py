@@ -116,8 +116,10 @@ class StageContext:
     def progress(self, done: int, total: int, message: str = "") -> None:
         """Record progress (written at most ~4 times a second); stops a cancelled job."""
         self.check()
-        self._latest = (done, total, message or jobs.STAGE_STATUS[self.stage])
-        if time.monotonic() - self._written >= 0.25 or done >= total:
+        shown = message or jobs.STAGE_STATUS[self.stage]
+        changed = self._latest is None or self._latest[2] != shown
+        self._latest = (done, total, shown)
+        if changed or done >= total or time.monotonic() - self._written >= 0.25:
             self._written = time.monotonic()
             self.renew()
 

@@ -64,7 +64,8 @@ def _kill_during(
 ) -> None:
     """SIGKILL the worker running the job's `attempt`-th try at the stage."""
     if stage == "generate":
-        wait_state(client, job_id, "generating", "generating 4 candidates", attempt=attempt)
+        # Loading the model or sampling: either way the worker holds the job mid-generation.
+        wait_state(client, job_id, "generating", "", attempt=attempt)
         pid = service.pid_of("--queues generate")
     else:
         wait_state(client, job_id, "validating", "validating", attempt=attempt)

@@ -251,7 +251,13 @@ def guess():
 
 def test_the_tests_are_out_of_the_programs_reach(code_pool: SandboxPool) -> None:
     report = validate_code(
-        READ_TESTS, code_pool, tests=SECRET_TESTS, entry_point="guess", per_test_timeout_s=8.0
+        # The search reads every readable page of every process it can see: give it the time to
+        # finish, so that the verdict below is "found nothing", not "ran out of time".
+        READ_TESTS,
+        code_pool,
+        tests=SECRET_TESTS,
+        entry_point="guess",
+        per_test_timeout_s=30.0,
     )
     assert report.reward == 0.0 and not report.checks["hack_scan"].passed  # the scan sees it
     failure = report.checks["tests"].detail["failures"][0]
