@@ -22,6 +22,7 @@ from typing import Any
 
 from celery import Celery
 
+from genservice.api.views import asset_out
 from genservice.celery import TASK_NAMES, dispatch
 from genservice.config import Settings, load_settings
 from genservice.store import jobs
@@ -518,20 +519,8 @@ def upsert_assets(
         else:
             asset.path, asset.sha256, asset.size = entry["path"], entry["sha256"], entry["size"]
             asset.media_type = entry["media_type"]
-        listed.append(asset_entry(asset))
+        listed.append(asset_out(asset).model_dump())
     return listed
-
-
-def asset_entry(asset: Asset) -> dict[str, Any]:
-    """An asset as the API lists it."""
-    return {
-        "id": asset.id,
-        "format": asset.format,
-        "url": f"/v1/assets/{asset.id}",
-        "sha256": asset.sha256,
-        "size": asset.size,
-        "media_type": asset.media_type,
-    }
 
 
 def stage_export(ctx: StageContext) -> None:

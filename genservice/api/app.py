@@ -20,6 +20,7 @@ from genservice.api.metrics import LATENCY, REDISPATCHED, REQUESTS
 from genservice.celery import broker_folder, dispatch, make_celery
 from genservice.config import Settings, load_settings
 from genservice.store import jobs
+from genservice.store.assets import LocalAssetStore
 from genservice.store.db import Database
 
 log = logging.getLogger("genservice.api")
@@ -137,7 +138,12 @@ def create_app(settings: Settings | None = None, reaper: bool = True) -> FastAPI
     settings.data_path.mkdir(parents=True, exist_ok=True)
     db = Database(settings.database)
     db.migrate()
-    service = ServiceState(settings=settings, db=db, celery=make_celery(settings))
+    service = ServiceState(
+        settings=settings,
+        db=db,
+        celery=make_celery(settings),
+        assets=LocalAssetStore(settings.data_path / "assets"),
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

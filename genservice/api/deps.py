@@ -12,6 +12,7 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy import func, select
 
 from genservice.config import Settings
+from genservice.store.assets import AssetStore
 from genservice.store.db import Database
 from genservice.store.keys import authenticate
 from genservice.store.models import TERMINAL_STATES, ApiKey, Job, now
@@ -50,6 +51,7 @@ class ServiceState:
     settings: Settings
     db: Database
     celery: Any
+    assets: AssetStore
     limiter: RateLimiter = field(default_factory=RateLimiter)
     models_cache: list[dict[str, Any]] | None = None
 

@@ -20,6 +20,7 @@ from genservice.api.deps import Key, ServiceState, State, check_quota
 from genservice.api.schemas import GenerationCreate, JobAccepted, JobOut, JobPage
 from genservice.api.views import job_out
 from genservice.celery import dispatch
+from genservice.config import Settings
 from genservice.store import jobs
 from genservice.store.models import TERMINAL_STATES, ApiKey, Job, Session, Version, new_id, now
 
@@ -133,8 +134,6 @@ def _check_limits(service: ServiceState, body: GenerationCreate) -> None:
         )
     if body.instruction is not None and len(body.instruction) > s.max_prompt_chars:
         raise unprocessable(f"the instruction is longer than {s.max_prompt_chars} characters")
-    if body.tests is not None and len(body.tests) > s.max_program_chars:
-        raise unprocessable(f"the tests are longer than {s.max_program_chars} characters")
     if body.instruction is None and not body.prompt.strip():
         raise unprocessable("the prompt is empty: say what to make")
     if body.instruction is not None:
@@ -144,20 +143,36 @@ def _check_limits(service: ServiceState, body: GenerationCreate) -> None:
             raise unprocessable("an edit needs session_id and parent_version_id with instruction")
     elif body.parent_version_id is not None:
         raise unprocessable("parent_version_id goes with an instruction (what to change)")
-    if body.domain == "code":
-        if not body.tests or not body.entry_point:
+    check_judging(s, body.domain, body.spec, body.tests, body.entry_point)
+    if body.domain == "code" and body.formats:
+        raise unprocessable("formats apply to cad and scene, not code")
+
+
+def check_judging(
+    settings: Settings,
+    domain: str,
+    spec: dict[str, Any] | None,
+    tests: str | None,
+    entry_point: str | None,
+) -> None:
+    """422 unless what a program is judged against fits its domain: tests and entry_point for
+    code, an optional valid spec for cad and scene."""
+    if domain == "code":
+        if not tests or not entry_point:
             raise unprocessable(
                 "domain code needs tests (check(candidate) or test_* functions) and entry_point"
             )
-        if body.spec is not None or body.formats:
-            raise unprocessable("spec and formats apply to cad and scene, not code")
-    elif body.tests is not None or body.entry_point is not None:
+        if spec is not None:
+            raise unprocessable("spec applies to cad and scene, not code")
+    elif tests is not None or entry_point is not None:
         raise unprocessable("tests and entry_point apply to domain code only")
-    if body.spec is not None:
+    if tests is not None and len(tests) > settings.max_program_chars:
+        raise unprocessable(f"the tests are longer than {settings.max_program_chars} characters")
+    if spec is not None:
         from validators.cad.validate import check_spec
 
         try:
-            check_spec(body.spec)
+            check_spec(spec)
         except ValueError as exc:
             raise unprocessable(f"spec: {exc}") from exc
 

@@ -11,7 +11,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from sqlalchemy import func, select, text
 
 from genservice.api.deps import Key, ServiceState, State, check_quota
-from genservice.api.generations import unprocessable
+from genservice.api.generations import check_judging, unprocessable
 from genservice.api.schemas import Health, ModelOut, ValidateRequest
 from genservice.celery import dispatch
 from genservice.store import jobs
@@ -51,22 +51,9 @@ async def validate(body: ValidateRequest, service: State, key: Key) -> dict[str,
     settings = service.settings
     if len(body.program) > settings.max_program_chars:
         raise unprocessable(f"the program is longer than {settings.max_program_chars} characters")
-    if body.domain == "code":
-        if not body.tests or not body.entry_point:
-            raise unprocessable("domain code needs tests and entry_point")
-        if body.spec is not None or body.parameters:
-            raise unprocessable("spec and parameters apply to cad and scene, not code")
-    elif body.tests is not None or body.entry_point is not None:
-        raise unprocessable("tests and entry_point apply to domain code only")
-    if body.tests is not None and len(body.tests) > settings.max_program_chars:
-        raise unprocessable(f"the tests are longer than {settings.max_program_chars} characters")
-    if body.spec is not None:
-        from validators.cad.validate import check_spec
-
-        try:
-            check_spec(body.spec)
-        except ValueError as exc:
-            raise unprocessable(f"spec: {exc}") from exc
+    check_judging(settings, body.domain, body.spec, body.tests, body.entry_point)
+    if body.domain == "code" and body.parameters:
+        raise unprocessable("parameters apply to cad and scene, not code")
     check_quota(service, key)
     job = jobs.create_job(
         service.db,
@@ -120,7 +107,7 @@ async def get_asset(
         if version is None:
             raise HTTPException(404, f"the version of asset {asset_id} no longer exists")
         sibling = await _export_on_demand(service, key, version, str(format))
-    path = service_assets(service).local_path(sibling.path)
+    path = service.assets.local_path(sibling.path)
     if path is None or not path.is_file():
         raise HTTPException(404, f"the file of asset {sibling.id} is missing")
     suffix = "".join(path.suffixes) or ""
@@ -130,13 +117,6 @@ async def get_asset(
         filename=f"{sibling.version_id}{suffix}",
         headers={"ETag": f'"{sibling.sha256}"', "X-Content-SHA256": sibling.sha256},
     )
-
-
-def service_assets(service: ServiceState) -> Any:
-    """The asset store of this process."""
-    from genservice.store.assets import LocalAssetStore
-
-    return LocalAssetStore(service.settings.data_path / "assets")
 
 
 async def _export_on_demand(service: ServiceState, key: Any, version: Version, fmt: str) -> Asset:

@@ -113,10 +113,7 @@ def claim(
         if job.status not in waiting or job.cancel_requested:
             return Claim("skipped", job, f"job is {job.status}, not waiting for {stage}")
         if job.attempts >= max_attempts:
-            reason = (
-                f"the worker {STAGE_STATUS[stage]} this job was lost {job.attempts} times "
-                f"(limit {max_attempts}); it was not tried again"
-            )
+            reason = _lost(STAGE_STATUS[stage], job.attempts, max_attempts)
             _fail(session, job_id, None, reason)
             return Claim("failed", job, reason)
         claimed = session.execute(
@@ -144,6 +141,14 @@ def claim(
             return Claim("skipped", job, "another worker holds the job")
     with db.session() as session:
         return Claim("claimed", session.get(Job, job_id))
+
+
+def _lost(status: str, attempts: int, max_attempts: int) -> str:
+    """Why a job whose workers kept dying was given up."""
+    return (
+        f"the worker {status} this job was lost {attempts} times (limit {max_attempts}); "
+        "it was not tried again"
+    )
 
 
 def renew(
@@ -311,11 +316,9 @@ def reap(db: Database, max_attempts: int, unclaimed_after_s: float) -> list[tupl
         for job in stale:
             stage = first_stage(job.kind) if job.status == "queued" else STATUS_STAGE[job.status]
             if job.lease_owner is not None and job.attempts >= max_attempts:
-                reason = (
-                    f"the worker {job.status} this job was lost {job.attempts} times "
-                    f"(limit {max_attempts}); it was not tried again"
+                _fail(
+                    session, job.id, job.lease_owner, _lost(job.status, job.attempts, max_attempts)
                 )
-                _fail(session, job.id, job.lease_owner, reason)
                 continue
             released = session.execute(
                 update(Job)
