@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,10 +89,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _launcher_arguments(argv: list[str]) -> list[str]:
+    """Drop the `--local_rank=N` the deepspeed launcher puts first (LOCAL_RANK carries it)."""
+    kept = []
+    for arg in argv:
+        if arg.startswith("--local_rank="):
+            os.environ.setdefault("LOCAL_RANK", arg.split("=", 1)[1])
+            continue
+        kept.append(arg)
+    return kept
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_launcher_arguments(sys.argv[1:] if argv is None else argv))
     if args.command is None:
         parser.print_help()
         return EXIT_VALID

@@ -1,4 +1,4 @@
-"""`genservice train sft`: supervised fine-tuning from a YAML config."""
+"""`genservice train sft|rl|dpo|report`: training runs from YAML configs, and run reports."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ EXIT_OK, EXIT_INTERRUPTED = 0, 130
 
 
 def add_train_commands(sub: Any) -> None:
-    """Register `train` (with its `sft` trainer) on the CLI's subparsers."""
+    """Register `train` (sft, rl, dpo trainers and report) on the CLI's subparsers."""
     train = sub.add_parser(
         "train",
-        help="train a model (sft: supervised fine-tuning on a task set)",
+        help="train a model (sft, rl on validator rewards, dpo) or report on an RL run",
         description="Train models from task JSONL files. Exit 0 when the model is saved, 2 on a "
         "usage error, 130 when interrupted (a checkpoint is saved; continue with --resume).",
     )
@@ -45,12 +45,59 @@ def add_train_commands(sub: Any) -> None:
         help="wall-clock budget in minutes (overrides training.max_minutes)",
     )
     sft.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rl = trainers.add_parser(
+        "rl",
+        help="online RL (GRPO/DAPO/Dr. GRPO) on validator rewards, on DeepSpeed",
+        description="Sample groups of candidates per task, reward them with the tasks' own "
+        "validators and update the policy. One process by default; several with "
+        "`deepspeed --num_gpus N -m genservice train rl ...` or torchrun. Ctrl-C stops after "
+        "the current step and saves a checkpoint.",
+    )
+    rl.add_argument("--config", required=True, metavar="FILE", help="YAML run config")
+    rl.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    rl.add_argument("--output", metavar="DIR", help="model directory (overrides output_dir)")
+    rl.add_argument("--run-dir", metavar="DIR", help="logs and checkpoints (overrides run_dir)")
+    rl.add_argument("--max-minutes", type=float, metavar="M", help="overrides training.max_minutes")
+    rl.add_argument("--max-steps", type=int, metavar="N", help="overrides training.max_steps")
+    rl.add_argument("--seed", type=int, metavar="S", help="overrides training.seed")
+    rl.add_argument("--no-progress", action="store_true", help="no progress bar")
+    dpo = trainers.add_parser(
+        "dpo",
+        help="offline preference optimisation (DPO) on validator-ranked pairs, on DeepSpeed",
+        description="Sample candidates per task from the start model, pair the best and the "
+        "worst by the tasks' own validators (RUN_DIR/pairs.jsonl), then train on the pairs "
+        "with the DPO loss. One process. Ctrl-C stops after the current task or step; "
+        "--resume continues the sampling or the training.",
+    )
+    dpo.add_argument("--config", required=True, metavar="FILE", help="YAML run config")
+    dpo.add_argument("--resume", action="store_true", help="continue the sampling or training")
+    dpo.add_argument("--output", metavar="DIR", help="model directory (overrides output_dir)")
+    dpo.add_argument("--run-dir", metavar="DIR", help="pairs and logs (overrides run_dir)")
+    dpo.add_argument(
+        "--max-minutes", type=float, metavar="M", help="overrides training.max_minutes"
+    )
+    dpo.add_argument("--no-progress", action="store_true", help="no progress bar")
+    report = trainers.add_parser(
+        "report",
+        help="markdown report with plots of an RL run",
+        description="Read RUN_DIR/metrics.jsonl and write RUN_DIR/report.md with plots.",
+    )
+    report.add_argument("run_dir", metavar="RUN_DIR", help="the run_dir of `genservice train rl`")
+    report.add_argument(
+        "-o", "--output", metavar="FILE", help="markdown file (default RUN_DIR/report.md)"
+    )
 
 
 def train_command(args: argparse.Namespace) -> int:
     """Run `genservice train TRAINER`."""
     from pathlib import Path
 
+    if args.trainer == "rl":
+        return _rl_command(args)
+    if args.trainer == "dpo":
+        return _dpo_command(args)
+    if args.trainer == "report":
+        return _report_command(args)
     if args.trainer != "sft":
         raise UsageError(f"unknown trainer {args.trainer}")
     path = Path(args.config)
@@ -93,3 +140,88 @@ def _load_config(path: Any, args: argparse.Namespace) -> Any:
     except ValueError as exc:
         raise UsageError(f"{path}: {exc}") from exc
     return config
+
+
+def _rl_command(args: argparse.Namespace) -> int:
+    import dataclasses
+    from pathlib import Path
+
+    from training.rl_config import RLConfig
+
+    path = Path(args.config)
+    if not path.is_file():
+        raise UsageError(f"no such config file: {path}")
+    try:
+        config = RLConfig.from_yaml(path)
+        overrides = {
+            "max_minutes": args.max_minutes, "max_steps": args.max_steps, "seed": args.seed,
+        }  # fmt: skip
+        training = {k: v for k, v in overrides.items() if v is not None}
+        if training:
+            config.training = dataclasses.replace(config.training, **training)
+        if args.output:
+            config.output_dir = args.output
+        if args.run_dir:
+            config.run_dir = args.run_dir
+        config.check_files()
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{path}: {exc}") from exc
+
+    from training.rl import train_rl
+
+    try:
+        output = train_rl(config, resume=args.resume, show_progress=not args.no_progress)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    except KeyboardInterrupt:
+        print("genservice train rl: interrupted; continue with --resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(output)
+    return EXIT_OK
+
+
+def _dpo_command(args: argparse.Namespace) -> int:
+    import dataclasses
+    from pathlib import Path
+
+    from training.dpo_config import DPOConfig
+
+    path = Path(args.config)
+    if not path.is_file():
+        raise UsageError(f"no such config file: {path}")
+    try:
+        config = DPOConfig.from_yaml(path)
+        if args.max_minutes is not None:
+            config.training = dataclasses.replace(config.training, max_minutes=args.max_minutes)
+        if args.output:
+            config.output_dir = args.output
+        if args.run_dir:
+            config.run_dir = args.run_dir
+        config.check_files()
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{path}: {exc}") from exc
+
+    from training.dpo import train_dpo
+
+    try:
+        output = train_dpo(config, resume=args.resume, show_progress=not args.no_progress)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    except KeyboardInterrupt:
+        print("genservice train dpo: interrupted; continue with --resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(output)
+    return EXIT_OK
+
+
+def _report_command(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from training.rl_report import write_report
+
+    try:
+        path = write_report(Path(args.run_dir), Path(args.output) if args.output else None)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    print(path)
+    return EXIT_OK

@@ -117,7 +117,7 @@ def audit_task(task: dict[str, Any], line: int, base: Path, pool: Any, limits: A
     """Check one well-formed task: its reference passes, every trivial program fails."""
     verdict = Verdict(str(task["id"]), line)
     try:
-        judge = _judge(task, base, pool, limits)
+        judge = task_judge(task, base, pool, limits)
     except ValueError as exc:
         verdict.reasons.append(str(exc))
         return verdict
@@ -140,8 +140,13 @@ def _reference_source(task: dict[str, Any], base: Path) -> str:
     return reference
 
 
-def _judge(task: dict[str, Any], base: Path, pool: Any, limits: Any) -> Any:
-    """A function program -> Report with the task's own checks."""
+def task_judge(
+    task: dict[str, Any], base: Path, pool: Any, limits: Any, partial_credit: bool = False
+) -> Any:
+    """A function program -> Report with the task's own checks (and its reference shape).
+
+    `partial_credit` scores code by the share of tests passed instead of all or nothing (RL).
+    """
     if task["domain"] == "code":
         from validators.code.validate import validate_code
 
@@ -152,6 +157,7 @@ def _judge(task: dict[str, Any], base: Path, pool: Any, limits: Any) -> Any:
                 tests=task["tests"],
                 entry_point=task["entry_point"],
                 context=str(task.get("context") or ""),  # trusted helpers the tests may use
+                partial_credit=partial_credit,
                 limits=limits,
             )
 

@@ -288,7 +288,7 @@ def _build(cls: Any, raw: Any, where: str) -> Any:
     if not isinstance(raw, dict):
         raise ValueError(f"{where} must be a mapping, got {type(raw).__name__}")
     names = {f.name for f in dataclasses.fields(cls)}
-    aliases = {"from": "from_dir"} if cls is ModelConfig else {}
+    aliases = {"from": "from_dir"} if "from_dir" in names else {}
     unknown = sorted(str(k) for k in raw if k not in names and k not in aliases)
     if unknown:
         allowed = sorted(n for n in names if n not in aliases.values()) + sorted(aliases)

@@ -1,0 +1,209 @@
+"""The RL trainer's parts: advantages, the clipped objective, curriculum, rewards, config."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from training.curriculum import CurriculumSampler
+from training.rewards import check_means, overlong_penalty, reward_functions
+from training.rl import _union, step_seed
+from training.rl_config import RLConfig
+from training.rl_loss import LossSettings, all_equal, group_advantages, policy_loss
+from validators.report import Check, Report
+
+
+def test_advantages_centre_the_group_and_scale_by_std_unless_dr_grpo():
+    rewards = [1.0, 0.0, 0.5, 0.5]
+    centred = group_advantages(rewards, scale=False)
+    assert centred == [0.5, -0.5, 0.0, 0.0]
+    scaled = group_advantages(rewards, scale=True)
+    std = math.sqrt(0.5 / 3)
+    assert scaled == pytest.approx([0.5 / std, -0.5 / std, 0.0, 0.0], rel=1e-3)
+    assert all_equal([0.3, 0.3, 0.3]) and not all_equal([0.3, 0.3, 0.31])
+
+
+def _settings(kind: str, beta: float = 0.0) -> LossSettings:
+    return LossSettings(kind, 0.2, 0.28, beta, max_new_tokens=10)
+
+
+def test_clip_higher_bounds_the_ratio_per_sign_of_the_advantage():
+    # One token per row: ratios 2.0 (advantage +1) and 0.5 (advantage -1) are both clipped.
+    logps = torch.log(torch.tensor([[2.0], [0.5]])).requires_grad_()
+    old = torch.zeros(2, 1)
+    mask = torch.ones(2, 1)
+    adv = torch.tensor([1.0, -1.0])
+    loss, stats = policy_loss(logps, old, None, adv, mask, _settings("dapo"), 2, 2)
+    # clipped terms: -min(2*1, 1.28*1) = -1.28 ; -min(0.5*-1, 0.8*-1) = 0.8
+    assert float(loss.detach()) == pytest.approx((-1.28 + 0.8) / 2)
+    assert stats["clip_tokens"] == 2
+    loss.backward()
+    assert torch.all(logps.grad == 0)  # clipped tokens pass no gradient
+
+
+def test_aggregations_differ_as_the_loss_types_say():
+    logps = torch.zeros(2, 4, requires_grad=True)
+    old = torch.zeros(2, 4)
+    mask = torch.tensor([[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0]])
+    adv = torch.tensor([1.0, 1.0])
+    grpo, _ = policy_loss(logps, old, None, adv, mask, _settings("grpo"), 2, 5)
+    dapo, _ = policy_loss(logps, old, None, adv, mask, _settings("dapo"), 2, 5)
+    dr, _ = policy_loss(logps, old, None, adv, mask, _settings("dr_grpo"), 2, 5)
+    assert float(grpo) == pytest.approx(-1.0)  # mean per sequence, then over sequences
+    assert float(dapo) == pytest.approx(-1.0)  # every token the same weight
+    assert float(dr) == pytest.approx(-5 / 20)  # token sum / (sequences x max_new_tokens)
+    (g,) = torch.autograd.grad(grpo, logps)
+    assert float(g[1, 0]) == pytest.approx(4 * float(g[0, 0]))  # short reply: bigger per token
+
+
+def test_micro_batches_add_up_to_the_whole_batch_loss():
+    torch.manual_seed(0)
+    logps, old = torch.randn(4, 6) * 0.1, torch.randn(4, 6) * 0.1
+    mask = (torch.rand(4, 6) > 0.3).float()
+    adv = torch.randn(4)
+    tokens = int(mask.sum())
+    for kind in ("grpo", "dapo", "dr_grpo"):
+        whole, _ = policy_loss(logps, old, None, adv, mask, _settings(kind), 4, tokens)
+        parts = [
+            policy_loss(logps[i : i + 2], old[i : i + 2], None, adv[i : i + 2],
+                        mask[i : i + 2], _settings(kind), 4, tokens)[0]
+            for i in (0, 2)
+        ]  # fmt: skip
+        assert float(sum(parts)) == pytest.approx(float(whole), rel=1e-5)
+
+
+def test_kl_term_is_zero_at_the_reference_and_positive_away_from_it():
+    logps = torch.full((1, 3), -1.0)
+    mask = torch.ones(1, 3)
+    adv = torch.zeros(1)
+    _, same = policy_loss(logps, logps, logps, adv, mask, _settings("dapo", 0.1), 1, 3)
+    assert same["kl_sum"] == pytest.approx(0.0)
+    loss, away = policy_loss(logps, logps, logps - 0.5, adv, mask, _settings("dapo", 0.1), 1, 3)
+    assert away["kl_sum"] > 0 and float(loss) > 0  # beta > 0 adds it to the loss
+
+
+def test_overlong_penalty_is_soft_over_the_buffer():
+    assert overlong_penalty(400, 600, 100, 1.0) == 0.0
+    assert overlong_penalty(500, 600, 100, 1.0) == 0.0
+    assert overlong_penalty(550, 600, 100, 1.0) == pytest.approx(-0.5)
+    assert overlong_penalty(600, 600, 100, 0.5) == pytest.approx(-0.5)
+    assert overlong_penalty(600, 600, 0, 1.0) == 0.0
+
+
+def _sampler(**kw) -> CurriculumSampler:
+    families = {"easy": [0, 1], "hard": [2, 3], "moving": [4, 5]}
+    return CurriculumSampler(families, seed=3, **kw)
+
+
+def test_curriculum_favours_progress_and_headroom_but_starves_no_family():
+    sampler = _sampler(min_share=0.3)
+    for _ in range(20):
+        sampler.update("easy", [1.0, 1.0])
+        sampler.update("hard", [0.0, 0.0])
+    for value in [0.1 * i for i in range(10)]:
+        sampler.update("moving", [value, value])
+    weights = sampler.weights()
+    assert sum(weights.values()) == pytest.approx(1.0)
+    assert weights["moving"] > weights["easy"] and weights["hard"] > weights["easy"]
+    assert min(weights.values()) >= 0.3 / 3 - 1e-9
+    draws = sampler.draw(3000)
+    share_easy = sum(d in (0, 1) for d in draws) / len(draws)
+    assert share_easy == pytest.approx(weights["easy"], abs=0.03)
+
+
+def test_curriculum_names_a_family_that_regresses_while_another_gains():
+    sampler = _sampler()
+    for _ in range(30):
+        sampler.update("easy", [0.8])
+        sampler.update("hard", [0.2])
+    for _ in range(6):
+        sampler.update("easy", [0.2])  # falls
+        sampler.update("hard", [0.9])  # rises: the overall mean hides the fall
+    assert sampler.regressions() == ["easy"]
+
+
+def test_curriculum_state_round_trip_draws_the_same_tasks():
+    first = _sampler()
+    first.update("hard", [0.5, 0.7])
+    first.draw(5)
+    state = first.state_dict()
+    expected = first.draw(50)
+    second = _sampler()
+    second.load_state_dict(state)
+    assert second.draw(50) == expected
+    assert _sampler(enabled=False).weights() == pytest.approx({f: 1 / 3 for f in first.names})
+    with pytest.raises(ValueError, match="empty"):
+        CurriculumSampler({"a": [1], "b": []})
+
+
+def _report(valid: bool, reward: float, checks: dict[str, float]) -> Report:
+    return Report.build(valid, reward, {k: Check(v, v > 0.5) for k, v in checks.items()})
+
+
+def test_check_means_ignore_absent_checks():
+    reports = [
+        _report(True, 1.0, {"executes": 1.0, "spec": 0.0}),
+        _report(False, 0, {"executes": 0.0}),
+    ]
+    assert check_means(reports) == {"executes": 0.5, "spec": 0.0}
+
+
+class _FakeRewards:
+    """Stands in for TaskRewards to test the TRL adapter around it (the judge is tested for real
+    in test_rl.py)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def report(self, task: dict, program: str) -> Report:
+        self.calls += 1
+        good = "return" in program
+        return _report(good, 0.9 if good else 0.0, {"tests": 1.0 if good else 0.0})
+
+
+def test_trl_style_reward_functions_share_one_validation_per_candidate():
+    fake = _FakeRewards()
+    composite, tests, missing = reward_functions(fake, ["tests", "spec"])  # type: ignore[arg-type]
+    task = [{"id": "a"}, {"id": "b"}]
+    completions = ["def f():\n    return 1", [{"role": "assistant", "content": "pass"}]]
+    assert composite(None, completions, task) == [0.9, 0.0]
+    assert tests(None, completions, task) == [1.0, 0.0]
+    assert missing(None, completions, task) == [None, None]
+    assert fake.calls == 2 and tests.__name__ == "check_tests"
+
+
+def test_union_of_validation_intervals_and_seeds():
+    assert _union([(0, 2), (1, 3), (5, 6)]) == pytest.approx(4.0)
+    assert _union([]) == 0.0
+    seeds = {step_seed(0, step, r, i) for step in range(5) for r in range(2) for i in range(4)}
+    assert len(seeds) == 40 and step_seed(0, 1, 0, 0) == step_seed(0, 1, 0, 0)
+
+
+BASE = {"data": {"tasks": "tasks.jsonl"}}
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"loss": {"type": "ppo"}}, "loss.type must be one of"),
+        ({"rollout": {"group_size": 1}}, "group_size must be ≥ 2"),
+        ({"rollout": {"temperature": 0}}, "rollout.temperature"),
+        ({"loss": {"epsilon_low": -0.1}}, "loss.epsilon_low"),
+        ({"data": {"tasks": "t.jsonl", "splits": ["train"], "heldout_splits": ["train"]}},
+         "must not share a split"),
+        ({"training": {"micro_batch": 5}}, "must be a multiple"),
+        ({"curriculum": {"fast": 0.01, "slow": 0.5}}, "slow must not exceed"),
+        ({"rollout": {"beam": 4}}, "unknown keys"),
+    ],
+)  # fmt: skip
+def test_config_errors_name_the_key(patch, message):
+    with pytest.raises(ValueError, match=message):
+        RLConfig.from_dict({**BASE, **patch})
+
+
+def test_config_defaults_are_consistent():
+    config = RLConfig.from_dict({**BASE, "model": {"from": "somewhere"}})
+    assert config.model.from_dir == "somewhere" and config.to_dict()["model"]["from"] == "somewhere"
+    assert config.loss.type == "dapo" and config.loss.epsilon_high > config.loss.epsilon_low

@@ -1,0 +1,574 @@
+"""`genservice train rl`: online GRPO-family RL on validator rewards, on the DeepSpeed engine.
+
+One step: the curriculum draws `prompts_per_step` tasks (the same draw on every rank; rank r
+takes every world-th task). For each task the policy samples a group of candidates sharing the
+prompt's KV cache (`genservice.generation.sampler.sample`, seeded per step and task, so a
+resumed run samples the same candidates); while the next task generates, this group is judged
+on the sandbox pool by the task's own validators (`training/rewards.py`). Groups whose rewards
+are all equal carry no signal and are replaced by fresh draws (dynamic sampling, up to
+`loss.max_resample` rounds). Advantages compare a group's members; the clipped surrogate
+(`training/rl_loss.py`) is back-propagated through the DeepSpeed engine, which averages
+gradients across ranks (gloo on CPU, NCCL on GPUs; ZeRO-2/3 by config).
+
+Why our own loop and not TRL's GRPOTrainer: TRL scores a batch only after generating all of
+it, so validation could not overlap generation; its sampler cannot follow per-family reward
+progress, and its resume does not restore such a sampler's state or the sampling seeds. The
+objective is TRL's (loss types, clip-higher, KL, overlong penalty, masked truncation), and
+`training.rewards.reward_functions` plugs the same rewards into TRL when that suits better.
+
+Logs: RUN_DIR/metrics.jsonl (step, held-out and flag records), TensorBoard in
+RUN_DIR/tensorboard, checkpoints in RUN_DIR/checkpoints (DeepSpeed's, with the sampler's state),
+the final model in output_dir (a model directory `genservice run/generate/eval --model` load).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.rl_config import RLConfig
+from training.rl_loss import LossSettings, all_equal, group_advantages
+from training.rl_monitor import Monitor, step_record
+
+RUN_FILE = "run.json"
+METRICS_FILE = "metrics.jsonl"
+
+
+@dataclass
+class Group:
+    """One task's candidates: token ids, programs, judgements and advantages."""
+
+    task: dict[str, Any]
+    prompt_ids: list[int]
+    completions: list[list[int]]  # token ids (the end token included when the reply stopped)
+    programs: list[str]
+    finish: list[str]
+    judged: list[Any] = field(default_factory=list)
+    advantages: list[float] = field(default_factory=list)
+    train: bool = True  # False: a filler group whose loss is masked out
+
+    @property
+    def rewards(self) -> list[float]:
+        """The candidates' rewards (penalties included)."""
+        return [j.reward for j in self.judged]
+
+
+def setup_distributed() -> tuple[int, int]:
+    """Environment for DeepSpeed: a single process gets rank 0 of 1 on a free local port."""
+    if "RANK" not in os.environ:
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        defaults = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}
+        defaults |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        for key, value in defaults.items():
+            os.environ.setdefault(key, value)
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+
+def step_seed(seed: int, step: int, round_: int, index: int) -> int:
+    """The sampling seed of one group: fixed by the run seed, step, round and task position."""
+    digest = hashlib.sha256(f"rl:{seed}:{step}:{round_}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def deepspeed_config(config: RLConfig, world: int, gas: int) -> dict[str, Any]:
+    """The shipped DeepSpeed JSON with this run's batch, optimiser and clipping filled in."""
+    raw = json.loads(Path(config.deepspeed).read_text())
+    raw["train_micro_batch_size_per_gpu"] = config.training.micro_batch
+    raw["gradient_accumulation_steps"] = gas
+    raw.pop("train_batch_size", None)
+    raw["gradient_clipping"] = config.training.grad_clip
+    optimizer = raw.setdefault("optimizer", {"type": "AdamW", "params": {}})
+    params = optimizer.setdefault("params", {})
+    params["lr"] = config.training.lr
+    params["weight_decay"] = config.training.weight_decay
+    params.setdefault("betas", [0.9, 0.99])
+    raw.setdefault("steps_per_print", 10**9)
+    return raw
+
+
+class RLTrainer:
+    """The state of one run; `train()` runs it to the budget or the step limit."""
+
+    def __init__(self, config: RLConfig, resume: bool = False, show_progress: bool = True):
+        self.config = config
+        self.resume = resume
+        self.show_progress = show_progress
+        self.rank, self.world = setup_distributed()
+        self.run_dir = Path(config.run_dir)
+        self.checkpoints = self.run_dir / "checkpoints"
+        if config.rollout.prompts_per_step % self.world:
+            raise ValueError(
+                f"rollout.prompts_per_step ({config.rollout.prompts_per_step}) must be a "
+                f"multiple of the number of processes ({self.world})"
+            )
+        self.per_rank = config.rollout.prompts_per_step // self.world
+        latest = self.checkpoints / "latest"
+        if resume and not latest.is_file():
+            raise ValueError(f"nothing to resume: no checkpoint in {self.checkpoints}")
+        if not resume and latest.is_file():
+            raise ValueError(
+                f"{self.checkpoints} holds a run's checkpoints: continue it with --resume, "
+                "or choose another run_dir (or delete that one) to start afresh"
+            )
+
+    # ----------------------------------------------------------------- setup
+    def _setup(self) -> None:
+        import deepspeed
+        import torch
+
+        from genservice.cli_common import sandbox_limits
+        from genservice.generation.loader import load_model
+        from training.curriculum import CurriculumSampler
+        from training.rewards import TaskRewards
+        from validators.sandbox import SandboxPool
+
+        config = self.config
+        if config.training.num_threads:
+            torch.set_num_threads(config.training.num_threads)
+        deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
+        self.device = (
+            f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if torch.cuda.is_available() else "cpu"
+        )
+        self.limits, _, isolation = sandbox_limits(None, None)
+        self.pool = SandboxPool(
+            size=config.rollout.reward_workers, limits=self.limits, isolation=isolation
+        )
+        self.rewards = TaskRewards(self.pool, self.limits, base=Path(config.data.tasks).parent)
+        self.tasks, self.heldout = self._load_tasks()
+        families: dict[str, list[int]] = {}
+        for index, task in enumerate(self.tasks):
+            families.setdefault(task["family"], []).append(index)
+        cur = config.curriculum
+        self.curriculum = CurriculumSampler(
+            families, seed=config.training.seed, enabled=cur.enabled, min_share=cur.min_share,
+            fast=cur.fast, slow=cur.slow, temperature=cur.temperature, headroom=cur.headroom,
+        )  # fmt: skip
+        self.loaded = load_model(config.model.from_dir, device=self.device, dtype=torch.float32)
+        model = self.loaded.model
+        model.train()
+        self.reference = None
+        if config.loss.beta > 0 or config.loss.log_kl:
+            self.reference = copy.deepcopy(model).eval().requires_grad_(False)
+        sequences = self.per_rank * config.rollout.group_size
+        self.gas = sequences // (config.training.micro_batch * config.training.updates_per_rollout)
+        if self.gas < 1:
+            raise ValueError("training.micro_batch is larger than a process's share of a step")
+        ds_config = deepspeed_config(config, self.world, self.gas)
+        self.engine, *_ = deepspeed.initialize(
+            model=model, model_parameters=[p for p in model.parameters() if p.requires_grad],
+            config=ds_config,
+        )  # fmt: skip
+        self.loaded.model = self.engine.module
+        self.settings = LossSettings(
+            config.loss.type, config.loss.epsilon_low, config.loss.epsilon_high,
+            config.loss.beta, config.rollout.max_new_tokens,
+        )  # fmt: skip
+        self.monitor = Monitor(self.run_dir, enabled=self.rank == 0)
+
+    def _load_tasks(self) -> tuple[list[dict], list[dict]]:
+        from training.sft import load_tasks
+
+        data = self.config.data
+        tasks = load_tasks(data.tasks, data.splits, data.domains)
+        heldout = load_tasks(data.tasks, data.heldout_splits, data.domains)
+        if data.families is not None:
+            unknown = sorted(set(data.families) - {t["family"] for t in tasks})
+            if unknown:
+                raise ValueError(f"data.families: no training tasks of {unknown}")
+            tasks = [t for t in tasks if t["family"] in data.families]
+            heldout = [t for t in heldout if t["family"] in data.families]
+        if not tasks:
+            raise ValueError(f"{data.tasks} has no tasks in the splits {data.splits}")
+        tasks = self._audited(tasks)
+        rng = random.Random(self.config.training.seed)
+        by_family: dict[str, list[dict]] = {}
+        for task in heldout:
+            by_family.setdefault(task["family"], []).append(task)
+        picked: list[dict] = []
+        while len(picked) < min(data.heldout_tasks, len(heldout)):  # round robin over families
+            for name in sorted(by_family):
+                if by_family[name] and len(picked) < data.heldout_tasks:
+                    picked.append(by_family[name].pop(rng.randrange(len(by_family[name]))))
+        return tasks, picked
+
+    def _audited(self, tasks: list[dict]) -> list[dict]:
+        """Run validate-tasks on a sample of the tasks (rank 0) and drop every broken one."""
+        import torch.distributed as dist
+
+        from genservice.task_audit import audit_task
+
+        count = min(self.config.data.audit_tasks, len(tasks))
+        broken: list[Any] = [[]]
+        if self.rank == 0 and count:
+            sample = random.Random(self.config.training.seed).sample(range(len(tasks)), count)
+            base = Path(self.config.data.tasks).parent
+            with ThreadPoolExecutor(self.config.rollout.reward_workers) as threads:
+                verdicts = list(
+                    threads.map(
+                        lambda i: audit_task(tasks[i], i, base, self.pool, self.limits), sample
+                    )
+                )
+            broken = [[v.task_id for v in verdicts if not v.ok]]
+            for verdict in verdicts:
+                if not verdict.ok:
+                    print(
+                        f"validate-tasks: {verdict.task_id}: {'; '.join(verdict.reasons)}",
+                        file=sys.stderr,
+                    )
+            print(
+                f"validate-tasks: {count - len(broken[0])}/{count} sampled tasks sound",
+                file=sys.stderr,
+            )
+            if len(broken[0]) > count // 2:
+                raise ValueError(
+                    f"{len(broken[0])} of {count} audited tasks are broken: fix the task set"
+                )
+        dist.broadcast_object_list(broken, src=0)
+        bad = set(broken[0])
+        return [task for task in tasks if str(task["id"]) not in bad]
+
+    # --------------------------------------------------------------- rollout
+    def _generate_group(self, task: dict, seed: int) -> Group:
+        from genservice.generation.prompts import clean_completion
+        from genservice.generation.sampler import encode_prompt, sample
+        from training.sft import task_messages
+
+        rollout = self.config.rollout
+        messages = task_messages(task)
+        prompt = encode_prompt(self.loaded, messages)["input_ids"][0].tolist()
+        completions = sample(
+            self.loaded, messages, n=rollout.group_size, seed=seed,
+            max_new_tokens=rollout.max_new_tokens, temperature=rollout.temperature,
+            top_p=rollout.top_p,
+        )  # fmt: skip
+        end = self.loaded.eos_token_ids[0]
+        ids = [list(c.tokens) + ([end] if c.finish_reason == "stop" else []) for c in completions]
+        programs = [clean_completion(c.text) for c in completions]
+        return Group(task, prompt, ids, programs, [c.finish_reason for c in completions])
+
+    def _rollout(self, step: int, threads: ThreadPoolExecutor) -> tuple[list[Group], dict]:
+        """This rank's groups for the step (fillers masked when too few carry signal)."""
+        import torch.distributed as dist
+
+        loss = self.config.loss
+        timing = {"generate_s": 0.0, "reward_wait_s": 0.0}
+        intervals: list[tuple[float, float]] = []
+        kept: list[Group] = []
+        skipped: list[Group] = []
+        every: list[Group] = []
+        for round_ in range(loss.max_resample + 1 if loss.dynamic_sampling else 1):
+            draw = self.curriculum.draw(self.config.rollout.prompts_per_step)
+            mine = list(enumerate(draw))[self.rank :: self.world]
+            if round_:  # a resample round draws only what this rank still misses
+                mine = mine[: max(0, self.per_rank - len(kept))]
+            pending = []
+            for index, task_index in mine:
+                task = self.tasks[task_index]
+                started = time.monotonic()
+                group = self._generate_group(
+                    task, step_seed(self.config.training.seed, step, round_, index)
+                )
+                timing["generate_s"] += time.monotonic() - started
+                futures = [
+                    self.rewards.submit(
+                        threads, task, program, length=len(tokens),
+                        max_new_tokens=self.config.rollout.max_new_tokens,
+                        buffer=loss.overlong_buffer, penalty=loss.overlong_penalty,
+                    )
+                    for program, tokens in zip(group.programs, group.completions, strict=True)
+                ]  # fmt: skip
+                pending.append((group, futures))
+            waited = time.monotonic()
+            for group, futures in pending:
+                group.judged = [future.result() for future in futures]
+                intervals += [(j.started, j.finished) for j in group.judged]
+                every.append(group)
+                signal = not (loss.dynamic_sampling and all_equal(group.rewards))
+                (kept if signal else skipped).append(group)
+            timing["reward_wait_s"] += time.monotonic() - waited
+            short = [len(kept) < self.per_rank]
+            if self.world > 1:
+                flags: list[Any] = [None] * self.world
+                dist.all_gather_object(flags, short)
+                short = [any(f[0] for f in flags)]
+            if not short[0]:
+                break
+        groups = kept[: self.per_rank]
+        for filler in skipped[: self.per_rank - len(groups)]:
+            filler.train = False
+            groups.append(filler)
+        scale = self.config.loss.type != "dr_grpo"
+        for group in groups:
+            group.advantages = group_advantages(group.rewards, scale)
+        timing["reward_busy_s"] = _union(intervals)
+        return groups, {"timing": timing, "every": every, "skipped": len(skipped)}
+
+    # ---------------------------------------------------------------- update
+    def _update(self, groups: list[Group]) -> dict[str, float | None]:
+        """Clipped-surrogate steps over the rollouts; statistics of the update."""
+        import torch
+
+        from training.rl_loss import policy_loss, token_logprobs
+
+        rows = [
+            (
+                g.prompt_ids,
+                ids,
+                adv,
+                g.train and not (self.config.loss.mask_truncated and fin == "length"),
+            )
+            for g in groups
+            for ids, adv, fin in zip(g.completions, g.advantages, g.finish, strict=True)
+        ]
+        micro = self.config.training.micro_batch
+        chunks = self.config.training.updates_per_rollout
+        per_chunk = len(rows) // chunks
+        temperature = self.config.rollout.temperature
+        batches = [self._collate(rows[i : i + micro]) for i in range(0, len(rows), micro)]
+        old: list[Any] = [None] * len(batches)
+        ref: list[Any] = [None] * len(batches)
+        with torch.no_grad():
+            for i, batch in enumerate(batches):
+                if chunks > 1:
+                    old[i] = token_logprobs(
+                        self.engine.module, batch["ids"], batch["attn"], temperature
+                    )[0]
+                if self.reference is not None:
+                    ref[i] = token_logprobs(
+                        self.reference, batch["ids"], batch["attn"], temperature
+                    )[0]
+        totals = {"loss": 0.0, "clip_tokens": 0.0, "tokens": 0.0, "kl_sum": 0.0, "entropy_sum": 0.0}
+        for chunk in range(chunks):
+            span = range(chunk * per_chunk // micro, (chunk + 1) * per_chunk // micro)
+            sequences = sum(int(batches[i]["train"].sum()) for i in span)
+            tokens = sum(int(batches[i]["mask"].sum()) for i in span)
+            for i in span:
+                batch = batches[i]
+                logps, entropy = token_logprobs(
+                    self.engine, batch["ids"], batch["attn"], temperature
+                )
+                previous = old[i] if old[i] is not None else logps.detach()
+                loss, stats = policy_loss(
+                    logps, previous, ref[i], batch["adv"], batch["mask"], self.settings,
+                    sequences, tokens,
+                )  # fmt: skip
+                if not tokens:
+                    loss = logps.sum() * 0.0  # keeps every rank's backward hooks in step
+                self.engine.backward(loss, scale_wrt_gas=False)
+                self.engine.step()
+                totals["loss"] += float(loss.detach())
+                totals["entropy_sum"] += float((entropy * batch["mask"]).sum())
+                for key in ("clip_tokens", "tokens", "kl_sum"):
+                    totals[key] += stats[key]
+        count = max(1.0, totals["tokens"])
+        kl = totals["kl_sum"] / count if self.reference is not None else None
+        return {
+            "loss": totals["loss"] / chunks,
+            "clip_frac": totals["clip_tokens"] / count,
+            "entropy": totals["entropy_sum"] / count,
+            "kl": kl,
+        }
+
+    def _collate(self, rows: list[tuple]) -> dict[str, Any]:
+        import torch
+
+        pad = self.loaded.tokenizer.pad_token_id or 0
+        length = max(len(p) + len(c) for p, c, _, _ in rows)
+        ids = torch.full((len(rows), length), pad, dtype=torch.long)
+        attn = torch.zeros((len(rows), length), dtype=torch.long)
+        mask = torch.zeros((len(rows), length - 1))
+        for row, (prompt, completion, _, train) in enumerate(rows):
+            full = prompt + completion
+            ids[row, : len(full)] = torch.tensor(full)
+            attn[row, : len(full)] = 1
+            if train:  # position t predicts token t + 1: completion tokens start at len(prompt)
+                mask[row, len(prompt) - 1 : len(full) - 1] = 1
+        adv = torch.tensor([a for _, _, a, _ in rows], dtype=torch.float32)
+        train_rows = torch.tensor([float(t) for *_, t in rows])
+        device = self.engine.device
+        return {
+            "ids": ids.to(device), "attn": attn.to(device), "mask": mask.to(device),
+            "adv": adv.to(device), "train": train_rows,
+        }  # fmt: skip
+
+    # ----------------------------------------------------------------- train
+    def train(self) -> Path:
+        """Run to max_steps or the time budget; save checkpoints and the final model."""
+        import torch.distributed as dist
+
+        from training.sft import _progress, _StopFlag
+
+        self._setup()
+        config = self.config
+        step, elapsed = self._restore()
+        self._write_run_file()
+        stop = _StopFlag()
+        budget = config.training.max_minutes * 60 if config.training.max_minutes else None
+        started = time.monotonic() - elapsed
+        last_saved = step
+        progress = _progress(self.show_progress and self.rank == 0)
+        threads = ThreadPoolExecutor(config.rollout.reward_workers, thread_name_prefix="reward")
+        with stop.installed(), progress, threads:
+            bar = progress.add_task("rl", total=config.training.max_steps, completed=step, info="")
+            while step < config.training.max_steps:
+                if budget is not None and time.monotonic() - started >= budget:
+                    break
+                step += 1
+                self._set_lr(step)
+                step_started = time.monotonic()
+                groups, extra = self._rollout(step, threads)
+                update_started = time.monotonic()
+                stats = self._update(groups)
+                extra["timing"]["update_s"] = time.monotonic() - update_started
+                extra["timing"]["step_s"] = time.monotonic() - step_started
+                every = self._gather(extra["every"])
+                for family, rewards in every:
+                    self.curriculum.update(family, rewards)
+                record = step_record(
+                    step, time.monotonic() - started, extra, stats, self.curriculum,
+                    self.engine.optimizer.param_groups[0]["lr"], self.world,
+                )  # fmt: skip
+                self.monitor.step(record, extra["every"], self.curriculum)
+                if config.training.heldout_every and step % config.training.heldout_every == 0:
+                    self._heldout(step, time.monotonic() - started)
+                progress.update(
+                    bar,
+                    completed=step,
+                    info=f"reward {record['reward']:.3f} valid {record['valid']:.0%}",
+                )
+                stopping = stop.set or step >= config.training.max_steps
+                if step % config.training.save_every == 0 or stopping:
+                    self._save(step, time.monotonic() - started)
+                    last_saved = step
+                if stop.set:
+                    break
+        if last_saved != step:
+            self._save(step, time.monotonic() - started)
+        dist.barrier()
+        output = self._save_final(step, time.monotonic() - started)
+        self.pool.close()
+        self.monitor.close()
+        if stop.set:
+            raise KeyboardInterrupt
+        return output
+
+    def _gather(self, groups: list[Group]) -> list[tuple[str, list[float]]]:
+        """Every rank's (family, rewards) of the step, in rank order (the same on all ranks)."""
+        import torch.distributed as dist
+
+        mine = [(g.task["family"], g.rewards) for g in groups]
+        if self.world == 1:
+            return mine
+        found: list[Any] = [None] * self.world
+        dist.all_gather_object(found, mine)
+        return [item for part in found for item in part]
+
+    def _set_lr(self, step: int) -> None:
+        warmup = self.config.training.warmup_steps
+        lr = self.config.training.lr * (min(1.0, step / warmup) if warmup else 1.0)
+        for group in self.engine.optimizer.param_groups:
+            group["lr"] = lr
+
+    def _heldout(self, step: int, elapsed: float) -> None:
+        import torch.distributed as dist
+
+        if self.rank == 0 and self.heldout:
+            from training.rl_monitor import heldout_record
+
+            self.engine.module.eval()
+            record = heldout_record(self, step, elapsed)
+            self.engine.module.train()
+            self.monitor.heldout(record)
+        dist.barrier()
+
+    # ---------------------------------------------------------- checkpoints
+    def _restore(self) -> tuple[int, float]:
+        if not self.resume:
+            self.monitor.truncate(0)
+            return 0, 0.0
+        _, client = self.engine.load_checkpoint(str(self.checkpoints))
+        if client is None:
+            raise ValueError(f"the checkpoint in {self.checkpoints} could not be loaded")
+        if client.get("config") != self.config.to_dict() or client.get("world") != self.world:
+            raise ValueError("the checkpoint belongs to a run with another config or process count")
+        self.curriculum.load_state_dict(client["curriculum"])
+        self.monitor.load_state_dict(client["monitor"])
+        self.monitor.truncate(client["step"])
+        print(f"resuming at step {client['step']} from {self.checkpoints}", file=sys.stderr)
+        return int(client["step"]), float(client["elapsed_s"])
+
+    def _save(self, step: int, elapsed: float) -> None:
+        import torch.distributed as dist
+
+        client = {
+            "step": step, "elapsed_s": elapsed, "config": self.config.to_dict(),
+            "world": self.world, "curriculum": self.curriculum.state_dict(),
+            "monitor": self.monitor.state_dict(),
+        }  # fmt: skip
+        self.engine.save_checkpoint(
+            str(self.checkpoints), tag=f"step-{step:07d}", client_state=client
+        )
+        dist.barrier()
+        if self.rank == 0:
+            tags = sorted(p for p in self.checkpoints.glob("step-*") if p.is_dir())
+            for old in tags[: -self.config.training.keep_checkpoints]:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def _save_final(self, step: int, elapsed: float) -> Path:
+        output = Path(self.config.output_dir)
+        if self.rank == 0:
+            from training.rl_monitor import run_summary
+
+            output.mkdir(parents=True, exist_ok=True)
+            self.engine.module.save_pretrained(str(output))
+            self.loaded.tokenizer.save_pretrained(str(output))
+            summary = run_summary(self, step, elapsed)
+            (output / "training_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        return output
+
+    def _write_run_file(self) -> None:
+        if self.rank != 0:
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        info = {
+            "config": self.config.to_dict(),
+            "base_model": self.config.model.from_dir,
+            "output_dir": self.config.output_dir,
+            "command": " ".join(["genservice", *sys.argv[1:]]),
+            "world_size": self.world,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        (self.run_dir / RUN_FILE).write_text(json.dumps(info, indent=2) + "\n")
+
+
+def _union(intervals: list[tuple[float, float]]) -> float:
+    """Total length covered by the intervals (time some validation was running)."""
+    total, end = 0.0, float("-inf")
+    for start, finish in sorted(intervals):
+        if finish > end:
+            total += finish - max(start, end)
+            end = finish
+    return total
+
+
+def train_rl(config: RLConfig, resume: bool = False, show_progress: bool = True) -> Path:
+    """Run `genservice train rl` with this config; the final model directory."""
+    return RLTrainer(config, resume, show_progress).train()
