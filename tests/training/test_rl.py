@@ -112,6 +112,7 @@ def test_resume_after_kill_matches_an_uninterrupted_run(tasks: Path, tmp_path: P
     for want, have in zip(expected, got, strict=True):
         for key in COMPARED:
             assert have[key] == want[key], (want["step"], key)  # bit for bit
+
     def scores(run: Path) -> list[dict]:
         return [{k: v for k, v in r.items() if k != "time_s"} for r in _records(run, "heldout")]
 
