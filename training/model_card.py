@@ -63,6 +63,9 @@ def _training_lines(summary: dict[str, Any]) -> list[str]:
     lines = []
     for number, stage in enumerate(stages, start=1):
         config = stage.get("config", {})
+        if stage.get("kind") == "rl":
+            lines += _rl_lines(number, stage)
+            continue
         start = config.get("model", {}).get("from")
         what = "from scratch" if not start else f"continued from the stage-{number - 1} weights"
         where = stage["data"]["train_file"]
@@ -78,6 +81,22 @@ def _training_lines(summary: dict[str, Any]) -> list[str]:
         total = sum(stage["train_time_s"] for stage in stages) / 60
         lines.append(f"- in all: {total:.1f} minutes of training on 2 CPU cores")
     return lines
+
+
+def _rl_lines(number: int, stage: dict[str, Any]) -> list[str]:
+    """An RL stage: what it optimised, for how long, and the reward it reached."""
+    config = stage["config"]
+    loss, rollout = config["loss"], config["rollout"]
+    return [
+        f"- stage {number} (online RL on validator rewards from the stage-{number - 1} weights, "
+        f"`{config['data']['tasks']}` train split, {stage['tasks']} tasks): {stage['steps']} "
+        f"steps of {rollout['prompts_per_step']} tasks x {rollout['group_size']} candidates, "
+        f"{loss['type']} loss, {stage['train_time_s'] / 60:.1f} minutes on "
+        f"{stage['num_threads']} CPU threads x {stage['world_size']} process(es); mean reward "
+        f"of the last 10 % of steps {stage['final_reward']:.3f}, validity "
+        f"{100 * stage['final_valid']:.1f} %",
+        f"  settings: `{json.dumps({k: config[k] for k in ('rollout', 'loss', 'training')})}`",
+    ]
 
 
 def _commands(summary: dict[str, Any]) -> list[str]:
@@ -106,6 +125,12 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             " A second stage taught it to edit: given a program and an instruction "
             '("make it 12 mm thick"), write the changed program.'
             if summary.get("base")
+            else ""
+        )
+        + (
+            " A last stage of online RL rewarded it with the validators' scores of its own "
+            "samples (`genservice train rl`)."
+            if summary.get("kind") == "rl"
             else ""
         ),
         "",

@@ -279,23 +279,18 @@ class RLTrainer:
             mine = list(enumerate(draw))[self.rank :: self.world]
             if round_:  # a resample round draws only what this rank still misses
                 mine = mine[: max(0, self.per_rank - len(kept))]
-            pending = []
+            generated: list[Group] = []
+            pending: list[tuple[Group, list]] = []
             for index, task_index in mine:
-                task = self.tasks[task_index]
                 started = time.monotonic()
-                group = self._generate_group(
-                    task, step_seed(self.config.training.seed, step, round_, index)
-                )
+                seed = step_seed(self.config.training.seed, step, round_, index)
+                group = self._generate_group(self.tasks[task_index], seed)
                 timing["generate_s"] += time.monotonic() - started
-                futures = [
-                    self.rewards.submit(
-                        threads, task, program, length=len(tokens),
-                        max_new_tokens=self.config.rollout.max_new_tokens,
-                        buffer=loss.overlong_buffer, penalty=loss.overlong_penalty,
-                    )
-                    for program, tokens in zip(group.programs, group.completions, strict=True)
-                ]  # fmt: skip
-                pending.append((group, futures))
+                generated.append(group)
+                if self.config.rollout.overlap:  # judged while the next group generates
+                    pending.append((group, self._judge_group(group, threads)))
+            if not self.config.rollout.overlap:
+                pending = [(group, self._judge_group(group, threads)) for group in generated]
             waited = time.monotonic()
             for group, futures in pending:
                 group.judged = [future.result() for future in futures]
@@ -320,6 +315,18 @@ class RLTrainer:
             group.advantages = group_advantages(group.rewards, scale)
         timing["reward_busy_s"] = _union(intervals)
         return groups, {"timing": timing, "every": every, "skipped": len(skipped)}
+
+    def _judge_group(self, group: Group, threads: ThreadPoolExecutor) -> list:
+        """Futures of the group's judgements (validation on the sandbox pool's threads)."""
+        loss = self.config.loss
+        return [
+            self.rewards.submit(
+                threads, group.task, program, length=len(tokens),
+                max_new_tokens=self.config.rollout.max_new_tokens,
+                buffer=loss.overlong_buffer, penalty=loss.overlong_penalty,
+            )
+            for program, tokens in zip(group.programs, group.completions, strict=True)
+        ]  # fmt: skip
 
     # ---------------------------------------------------------------- update
     def _update(self, groups: list[Group]) -> dict[str, float | None]:

@@ -85,6 +85,7 @@ class Rollout:
     temperature: float = 1.0
     top_p: float = 1.0
     reward_workers: int = 2  # sandbox workers validating while the next prompt generates
+    overlap: bool = True  # False: validate only once every group is generated (the baseline)
 
     def __post_init__(self) -> None:
         for name in ("prompts_per_step", "reward_workers"):
@@ -95,6 +96,7 @@ class Rollout:
         _positive_int("rollout", "max_new_tokens", self.max_new_tokens)
         _fraction("rollout", "temperature", self.temperature, 0.05, 5.0)
         _fraction("rollout", "top_p", self.top_p, 0.01, 1.0)
+        _flag("rollout", "overlap", self.overlap)
 
 
 @dataclass

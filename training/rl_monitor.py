@@ -279,6 +279,7 @@ def run_summary(trainer: RLTrainer, step: int, elapsed: float) -> dict[str, Any]
         "heldout": [r for r in records if r.get("event") == "heldout"],
         "num_threads": torch.get_num_threads(),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+        "corpus_command": (base or {}).get("corpus_command"),
         "data": (base or {}).get("data"),
         "model": (base or {}).get("model"),
         "base": base,
