@@ -126,6 +126,10 @@ def test_resume_after_kill_matches_an_uninterrupted_run(tasks: Path, tmp_path: P
     assert loaded.kind == "causal"
     summary = json.loads((tmp_path / "killed/model/training_summary.json").read_text())
     assert summary["kind"] == "rl" and summary["steps"] == 4 and summary["base"] is not None
+    from training.model_card import write_model_card
+
+    card = write_model_card(tmp_path / "killed/model", []).read_text()
+    assert "stage 3 (online RL on validator rewards" in card and "4 steps of 2 tasks" in card
 
     report = subprocess.run(
         [str(BIN / "genservice"), "train", "report", str(tmp_path / "killed/run")],

@@ -1,0 +1,147 @@
+"""Before/after table of two models from `genservice eval` runs over several sampling seeds.
+
+Each side is a list of eval directories (one per seed, the same seeds on both sides, in the same
+order), so every metric is compared seed by seed: Δ = after - before per seed, then the mean Δ
+and its spread. A change counts as beyond noise when |mean Δ| > 2 × (std of Δ / √seeds) and
+larger than `floor` — with three seeds that is a rough test, said as such in the output.
+
+Usage: python -m training.compare --before B1 B2 B3 --after A1 A2 A3 [-o table.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Metric = tuple[str, Callable[[dict[str, Any]], float | None], bool]  # label, getter, higher better
+
+
+def _best(group: dict[str, Any]) -> dict[str, Any]:
+    return next(v for k, v in group.items() if k.startswith("best_of_"))
+
+
+def _pass_n(group: dict[str, Any]) -> float | None:
+    return next(
+        (v for k, v in group.items() if k.startswith("code_pass@") and k != "code_pass@1"), None
+    )
+
+
+CAD_METRICS: list[Metric] = [
+    ("invalid@1", lambda g: g["pass@1"]["invalidity"], False),
+    ("spec@1", lambda g: g["pass@1"]["spec_adherence"], True),
+    ("all checks@1", lambda g: g["pass@1"]["all_checks"], True),
+    ("mean IoU@1 (invalid = 0)", lambda g: g["pass@1"]["iou_all_mean"], True),
+    ("median IoU@1 (valid)", lambda g: g["pass@1"]["iou_valid_median"], True),
+    ("best-of-N invalid", lambda g: _best(g)["invalidity"], False),
+    ("best-of-N spec", lambda g: _best(g)["spec_adherence"], True),
+]
+CODE_METRICS: list[Metric] = [
+    ("pass@1", lambda g: g["code_pass@1"], True),
+    ("pass@N", _pass_n, True),
+]
+
+
+def _load(dirs: list[Path]) -> list[dict[str, Any]]:
+    return [json.loads((d / "eval.json").read_text())["summary"] for d in dirs]
+
+
+def _values(summaries: list[dict[str, Any]], where: Callable, get: Callable) -> list[float] | None:
+    found = []
+    for summary in summaries:
+        group = where(summary)
+        value = get(group) if group is not None else None
+        if value is None:
+            return None
+        found.append(float(value))
+    return found
+
+
+def compare(
+    before: list[dict[str, Any]], after: list[dict[str, Any]], where: Callable, metric: Metric,
+    floor: float,
+) -> dict[str, Any] | None:  # fmt: skip
+    """Mean and spread of both sides and of the per-seed differences for one metric."""
+    label, get, higher = metric
+    b, a = _values(before, where, get), _values(after, where, get)
+    if b is None or a is None:
+        return None
+    deltas = [y - x for x, y in zip(b, a, strict=True)]
+    mean = statistics.fmean(deltas)
+    spread = statistics.stdev(deltas) if len(deltas) > 1 else 0.0
+    noise = 2 * spread / math.sqrt(len(deltas))
+    beyond = abs(mean) > max(noise, floor)
+    better = beyond and (mean > 0) == higher
+    return {
+        "metric": label, "before": b, "after": a, "delta": mean, "delta_spread": spread,
+        "beyond_noise": beyond, "better": better, "worse": beyond and not better,
+    }  # fmt: skip
+
+
+def _cell(values: list[float]) -> str:
+    mean = statistics.fmean(values)
+    spread = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{100 * mean:.1f} ± {100 * spread:.1f}"
+
+
+def _row(name: str, result: dict[str, Any]) -> str:
+    mark = " ✔" if result["better"] else (" ✘" if result["worse"] else "")
+    return (
+        f"| {name} | {result['metric']} | {_cell(result['before'])} | {_cell(result['after'])} | "
+        f"{100 * result['delta']:+.1f} ± {100 * result['delta_spread']:.1f}{mark} |"
+    )
+
+
+def table(before_dirs: list[Path], after_dirs: list[Path], floor: float = 0.02) -> str:
+    """The markdown comparison: domains with every metric, then one line per family."""
+    if len(before_dirs) != len(after_dirs) or not before_dirs:
+        raise ValueError("give the same number (≥ 1) of eval directories before and after")
+    before, after = _load(before_dirs), _load(after_dirs)
+    header = "| | metric | before (mean ± sd, %) | after | Δ per seed (mean ± sd) |\n"
+    header += "|---" * 5 + "|"
+    lines = [
+        f"{len(before)} sampling seeds, the same on both sides; ✔/✘ = a change beyond noise "
+        f"(|mean Δ| > 2 sd/√{len(before)} and > {100 * floor:.0f} points).",
+        "",
+        header,
+    ]
+    for domain in before[0]["domains"]:
+        metrics = CODE_METRICS if domain == "code" else CAD_METRICS
+        for metric in metrics:
+            result = compare(before, after, lambda s, d=domain: s["domains"].get(d), metric, floor)
+            if result is not None:
+                lines.append(_row(domain, result))
+    lines += ["", "Per family (CAD and scenes: all checks@1; code: pass@1):", "", header]
+    regressed = []
+    for family in sorted(before[0]["families"]):
+        group = before[0]["families"][family]
+        metric = CODE_METRICS[0] if "code_pass@1" in group else CAD_METRICS[2]
+        result = compare(before, after, lambda s, f=family: s["families"].get(f), metric, 0.1)
+        if result is None:
+            continue
+        lines.append(_row(family, result))
+        if result["worse"]:
+            regressed.append(family)
+    lines += ["", f"Families worse beyond noise: {', '.join(regressed) or 'none'}."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Print (or write) the comparison table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", nargs="+", type=Path, required=True)
+    parser.add_argument("--after", nargs="+", type=Path, required=True)
+    parser.add_argument("-o", "--output", type=Path)
+    args = parser.parse_args()
+    text = table(args.before, args.after)
+    if args.output:
+        args.output.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
