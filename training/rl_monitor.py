@@ -5,8 +5,9 @@ and to TensorBoard (RUN_DIR/tensorboard). Flags are printed too, because each is
 look before trusting the reward curve:
 - heldout_validity_down: the training reward rose while held-out validity fell (overfitting
   the reward, or a hack the validators miss);
-- length_spike: mean completion length jumped above 1.5x its running average;
-- identical_outputs: most groups collapsed to a few distinct programs (entropy collapse);
+- length_spike: a family's mean completion length jumped above 1.5x its running average;
+- identical_outputs: most groups collapsed to a few distinct programs, clearly more than in
+  the run so far (entropy collapse; a peaked start model alone does not raise it);
 - hack_scan: code candidates the hack scan caught (sys.exit before asserts, patched equality…);
 - family_regression: a family's recent reward fell well below its own long-run average.
 """
@@ -139,10 +140,11 @@ class Monitor:
         self.enabled = enabled
         self.path = run_dir / METRICS_FILE
         self.writer: Any = None
-        self.length_ema: float | None = None
+        self.family_length: dict[str, tuple[float, int]] = {}  # family -> (average, steps)
         self.rewards: list[float] = []  # step rewards since the run began
         self.last_heldout: dict[str, Any] | None = None
         self.regressing: list[str] = []
+        self.collapsed_ema: float | None = None  # share of groups with few distinct programs
 
     def truncate(self, step: int) -> None:
         """Drop records after `step` (a resumed run writes them again) and open TensorBoard."""
@@ -188,16 +190,21 @@ class Monitor:
             return
         self._write(record)
         self._scalars("train/", {k: v for k, v in record.items() if k != "step"}, step)
-        spike = self.length_ema is not None and record["length"] > 1.5 * self.length_ema
-        if spike and len(self.rewards) > 5:
-            self.flag(step, "length_spike", f"mean length {record['length']:.0f} tokens vs "
-                          f"{self.length_ema:.0f} on average")  # fmt: skip
-        ema = self.length_ema
-        self.length_ema = record["length"] if ema is None else ema + 0.1 * (record["length"] - ema)
+        spikes = []
+        for name, family in record["families"].items():  # lengths differ by family: compare like
+            usual, seen = self.family_length.get(name, (family["length"], 0))
+            if seen >= 5 and family["length"] > max(1.5 * usual, usual + 50):
+                spikes.append(f"{name} {family['length']:.0f} tokens (usually {usual:.0f})")
+            self.family_length[name] = (usual + 0.2 * (family["length"] - usual), seen + 1)
+        if spikes:
+            self.flag(step, "length_spike", "mean completion length jumped: " + ", ".join(spikes))
         collapsed = sum(len(set(g.programs)) <= max(1, len(g.programs) // 4) for g in groups)
-        if groups and collapsed * 2 >= len(groups):
+        share = collapsed / len(groups) if groups else 0.0
+        usual = self.collapsed_ema
+        if usual is not None and len(self.rewards) > 5 and share >= max(0.5, usual + 0.25):
             self.flag(step, "identical_outputs", f"{collapsed} of {len(groups)} groups wrote at "
-                      "most a quarter distinct programs")  # fmt: skip
+                      f"most a quarter distinct programs (usually {usual:.0%})")  # fmt: skip
+        self.collapsed_ema = share if usual is None else usual + 0.1 * (share - usual)
         hacks = sum(
             1
             for g in groups
@@ -233,15 +240,18 @@ class Monitor:
 
     def state_dict(self) -> dict[str, Any]:
         """What a resumed run needs to flag as an uninterrupted one would."""
-        return {"length_ema": self.length_ema, "rewards": list(self.rewards),
-                "last_heldout": self.last_heldout, "regressing": list(self.regressing)}  # fmt: skip
+        return {"family_length": dict(self.family_length), "rewards": list(self.rewards),
+                "last_heldout": self.last_heldout, "regressing": list(self.regressing),
+                "collapsed_ema": self.collapsed_ema}  # fmt: skip
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore `state_dict`."""
-        self.length_ema = state["length_ema"]
+        lengths = state["family_length"].items()
+        self.family_length = {k: (float(average), int(seen)) for k, (average, seen) in lengths}
         self.rewards = list(state["rewards"])
         self.last_heldout = state["last_heldout"]
         self.regressing = list(state["regressing"])
+        self.collapsed_ema = state.get("collapsed_ema")
 
     def close(self) -> None:
         """Flush TensorBoard."""

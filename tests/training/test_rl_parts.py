@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -207,3 +210,48 @@ def test_config_defaults_are_consistent():
     config = RLConfig.from_dict({**BASE, "model": {"from": "somewhere"}})
     assert config.model.from_dir == "somewhere" and config.to_dict()["model"]["from"] == "somewhere"
     assert config.loss.type == "dapo" and config.loss.epsilon_high > config.loss.epsilon_low
+
+
+def _group(programs: list[str], hack: bool = False) -> SimpleNamespace:
+    checks = {"hack_scan": Check(0.0 if hack else 1.0, not hack)}
+    judged = [SimpleNamespace(report=Report.build(not hack, 0.5, checks)) for _ in programs]
+    return SimpleNamespace(programs=programs, judged=judged, task={"family": "f"})
+
+
+def _record(step: int, length: float) -> dict:
+    return {"step": step, "reward": 0.5, "families": {"f": {"length": length}}}
+
+
+def _flags(run: Path) -> list[tuple[int, str]]:
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    return [(r["step"], r["kind"]) for r in map(json.loads, lines) if r.get("event") == "flag"]
+
+
+def test_monitor_flags_what_should_make_a_person_look(tmp_path: Path):
+    from training.rl_monitor import Monitor
+
+    monitor = Monitor(tmp_path)
+    monitor.truncate(0)
+    sampler = CurriculumSampler({"f": [0], "g": [1]})
+    varied = [_group(["a", "b", "c", "d"]) for _ in range(4)]
+    peaked = [_group(["a", "a", "a", "b"]) for _ in range(2)] + varied[:2]
+    for step in range(1, 11):  # a peaked start: half the groups alike from the first step
+        monitor.step(_record(step, 100), peaked, sampler)
+    assert _flags(tmp_path) == []
+    monitor.step(_record(11, 240), [_group(["a"] * 4) for _ in range(4)], sampler)
+    monitor.step(_record(12, 100), [_group(["x", "y", "z", "w"], hack=True)], sampler)
+    for _ in range(10):
+        sampler.update("g", [0.9])
+    for _ in range(3):
+        sampler.update("g", [0.1])
+    monitor.step(_record(13, 100), varied, sampler)
+    monitor.heldout({"event": "heldout", "step": 13, "valid": 0.8})
+    monitor.rewards += [0.9] * 6  # the training reward rises...
+    monitor.heldout(
+        {"event": "heldout", "step": 19, "valid": 0.5}
+    )  # ...while held-out validity falls
+    assert _flags(tmp_path) == [
+        (11, "length_spike"), (11, "identical_outputs"), (12, "hack_scan"),
+        (13, "family_regression"), (19, "heldout_validity_down"),
+    ]  # fmt: skip
+    monitor.close()
