@@ -89,7 +89,19 @@ def add_train_commands(sub: Any) -> None:
 
 
 def train_command(args: argparse.Namespace) -> int:
-    """Run `genservice train TRAINER`."""
+    """Run `genservice train TRAINER`; stdout carries only the result (the model's path)."""
+    import contextlib
+
+    result = sys.stdout
+    # DeepSpeed's logger (imported by transformers too) writes to stdout: send it to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        code, output = _train(args)
+    if output is not None:
+        print(output, file=result)
+    return code
+
+
+def _train(args: argparse.Namespace) -> tuple[int, Any]:
     from pathlib import Path
 
     if args.trainer == "rl":
@@ -119,9 +131,8 @@ def train_command(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     except KeyboardInterrupt:
         print("genservice train sft: interrupted; continue with --resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    print(output)
-    return EXIT_OK
+        return EXIT_INTERRUPTED, None
+    return EXIT_OK, output
 
 
 def _load_config(path: Any, args: argparse.Namespace) -> Any:
@@ -142,7 +153,7 @@ def _load_config(path: Any, args: argparse.Namespace) -> Any:
     return config
 
 
-def _rl_command(args: argparse.Namespace) -> int:
+def _rl_command(args: argparse.Namespace) -> tuple[int, Any]:
     import dataclasses
     from pathlib import Path
 
@@ -175,12 +186,11 @@ def _rl_command(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     except KeyboardInterrupt:
         print("genservice train rl: interrupted; continue with --resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    print(output)
-    return EXIT_OK
+        return EXIT_INTERRUPTED, None
+    return EXIT_OK, output
 
 
-def _dpo_command(args: argparse.Namespace) -> int:
+def _dpo_command(args: argparse.Namespace) -> tuple[int, Any]:
     import dataclasses
     from pathlib import Path
 
@@ -209,12 +219,11 @@ def _dpo_command(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     except KeyboardInterrupt:
         print("genservice train dpo: interrupted; continue with --resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    print(output)
-    return EXIT_OK
+        return EXIT_INTERRUPTED, None
+    return EXIT_OK, output
 
 
-def _report_command(args: argparse.Namespace) -> int:
+def _report_command(args: argparse.Namespace) -> tuple[int, Any]:
     from pathlib import Path
 
     from training.rl_report import write_report
@@ -223,5 +232,4 @@ def _report_command(args: argparse.Namespace) -> int:
         path = write_report(Path(args.run_dir), Path(args.output) if args.output else None)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    print(path)
-    return EXIT_OK
+    return EXIT_OK, path

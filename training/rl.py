@@ -23,7 +23,6 @@ the final model in output_dir (a model directory `genservice run/generate/eval -
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
 import json
@@ -121,6 +120,12 @@ class RLTrainer:
                 f"multiple of the number of processes ({self.world})"
             )
         self.per_rank = config.rollout.prompts_per_step // self.world
+        stage = json.loads(Path(config.deepspeed).read_text()).get("zero_optimization", {})
+        if stage.get("stage", 0) >= 3:
+            raise ValueError(
+                f"{config.deepspeed}: ZeRO stage 3 is not supported by `train rl` yet (sampling "
+                "from sharded weights stalls across ranks); use ZeRO-2 (zero2.json)"
+            )
         latest = self.checkpoints / "latest"
         if resume and not latest.is_file():
             raise ValueError(f"nothing to resume: no checkpoint in {self.checkpoints}")
@@ -442,8 +447,7 @@ class RLTrainer:
                 step += 1
                 self._set_lr(step)
                 step_started = time.monotonic()
-                with self._full_weights():
-                    groups, extra = self._rollout(step, threads)
+                groups, extra = self._rollout(step, threads)
                 update_started = time.monotonic()
                 stats = self._update(groups)
                 extra["timing"]["update_s"] = time.monotonic() - update_started
@@ -499,24 +503,14 @@ class RLTrainer:
     def _heldout(self, step: int, elapsed: float) -> None:
         import torch.distributed as dist
 
-        with self._full_weights():
-            if self.rank == 0 and self.heldout:
-                from training.rl_monitor import heldout_record
+        if self.rank == 0 and self.heldout:
+            from training.rl_monitor import heldout_record
 
-                self.engine.module.eval()
-                record = heldout_record(self, step, elapsed)
-                self.engine.module.train()
-                self.monitor.heldout(record)
+            self.engine.module.eval()
+            record = heldout_record(self, step, elapsed)
+            self.engine.module.train()
+            self.monitor.heldout(record)
         dist.barrier()
-
-    def _full_weights(self) -> Any:
-        """Under ZeRO-3 each rank holds a shard: gather the weights (every rank) to sample, save."""
-        if self.engine.zero_optimization_stage() != 3:
-            return contextlib.nullcontext()
-        import deepspeed
-
-        parameters = list(self.engine.module.parameters())
-        return deepspeed.zero.GatheredParameters(parameters, modifier_rank=None)
 
     # ---------------------------------------------------------- checkpoints
     def _restore(self) -> tuple[int, float]:
@@ -553,16 +547,15 @@ class RLTrainer:
 
     def _save_final(self, step: int, elapsed: float) -> Path:
         output = Path(self.config.output_dir)
-        with self._full_weights():
-            if self.rank == 0:
-                from training.rl_monitor import run_summary
+        if self.rank == 0:  # ZeRO 0-2: every rank holds the whole model
+            from training.rl_monitor import run_summary
 
-                output.mkdir(parents=True, exist_ok=True)
-                self.engine.module.save_pretrained(str(output))
-                self.loaded.tokenizer.save_pretrained(str(output))
-                summary = run_summary(self, step, elapsed)
-                text = json.dumps(summary, indent=2) + "\n"
-                (output / "training_summary.json").write_text(text)
+            output.mkdir(parents=True, exist_ok=True)
+            self.engine.module.save_pretrained(str(output))
+            self.loaded.tokenizer.save_pretrained(str(output))
+            summary = run_summary(self, step, elapsed)
+            text = json.dumps(summary, indent=2) + "\n"
+            (output / "training_summary.json").write_text(text)
         return output
 
     def _write_run_file(self) -> None:

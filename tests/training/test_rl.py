@@ -141,11 +141,10 @@ def test_resume_after_kill_matches_an_uninterrupted_run(tasks: Path, tmp_path: P
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("zero", ["zero2_cpu", "zero3_cpu"])
-def test_deepspeed_launcher_runs_two_processes_with_zero(tasks: Path, tmp_path: Path, zero: str):
+def test_deepspeed_launcher_runs_two_processes_with_zero2(tasks: Path, tmp_path: Path):
     config = _config(tasks, tmp_path, max_steps=2, updates_per_rollout=1, heldout_every=2)
     raw = yaml.safe_load(config.read_text())
-    raw["deepspeed"] = str(REPO / f"training/configs/deepspeed/{zero}.json")
+    raw["deepspeed"] = str(REPO / "training/configs/deepspeed/zero2_cpu.json")
     config.write_text(yaml.safe_dump(raw))
     env = {**os.environ, "DS_ACCELERATOR": "cpu"}
     launched = subprocess.run(
@@ -161,7 +160,7 @@ def test_deepspeed_launcher_runs_two_processes_with_zero(tasks: Path, tmp_path: 
     tag = tmp_path / "run/checkpoints/step-0000002"
     shards = sorted(p.name for p in tag.glob("*optim_states.pt"))
     assert len(shards) == 2, shards  # each rank keeps its share of the optimiser
-    assert len(_records(tmp_path / "run", "heldout")) == 1  # rank 0 scores, with all weights
+    assert len(_records(tmp_path / "run", "heldout")) == 1  # rank 0 scores, the others wait
 
     from genservice.generation.loader import load_model
 
@@ -215,13 +214,15 @@ def test_rewards_are_the_tasks_own_validators(tasks: Path):
         ({"loss": {"type": "ppo"}}, "loss.type"),
         ({"data": {"tasks": "/nonexistent/tasks.jsonl"}}, "no such file"),
         ({"model": {"from": "/nonexistent"}}, "not a model directory"),
+        ({"deepspeed": "ZERO3"}, "ZeRO stage 3 is not supported"),
     ],
 )
 def test_bad_configs_exit_2_with_a_message(tasks: Path, tmp_path: Path, patch, message):
     path = _config(tasks, tmp_path)
     raw = yaml.safe_load(path.read_text())
     for key, value in patch.items():
-        raw[key] = {**raw[key], **value}
+        raw[key] = str(tmp_path / "zero3.json") if value == "ZERO3" else {**raw[key], **value}
+    (tmp_path / "zero3.json").write_text(json.dumps({"zero_optimization": {"stage": 3}}))
     path.write_text(yaml.safe_dump(raw))
     result = _train("--config", str(path), timeout=120)
     assert result.returncode == 2 and message in result.stderr
