@@ -154,19 +154,35 @@ def _load_config(path: Any, args: argparse.Namespace) -> Any:
 
 
 def _rl_command(args: argparse.Namespace) -> tuple[int, Any]:
+    overrides = {"max_minutes": args.max_minutes, "max_steps": args.max_steps, "seed": args.seed}
+    return _run_trainer(
+        args, "rl", "training.rl_config:RLConfig", "training.rl:train_rl", overrides
+    )
+
+
+def _dpo_command(args: argparse.Namespace) -> tuple[int, Any]:
+    overrides = {"max_minutes": args.max_minutes}
+    config, train = "training.dpo_config:DPOConfig", "training.dpo:train_dpo"
+    return _run_trainer(args, "dpo", config, train, overrides)
+
+
+def _run_trainer(
+    args: argparse.Namespace, name: str, config_at: str, train_at: str, overrides: dict
+) -> tuple[int, Any]:
+    """Load a run config with the command line's overrides, then train (rl and dpo alike)."""
     import dataclasses
+    import importlib
     from pathlib import Path
 
-    from training.rl_config import RLConfig
+    def find(at: str) -> Any:
+        module, attribute = at.split(":")
+        return getattr(importlib.import_module(module), attribute)
 
     path = Path(args.config)
     if not path.is_file():
         raise UsageError(f"no such config file: {path}")
     try:
-        config = RLConfig.from_yaml(path)
-        overrides = {
-            "max_minutes": args.max_minutes, "max_steps": args.max_steps, "seed": args.seed,
-        }  # fmt: skip
+        config = find(config_at).from_yaml(path)
         training = {k: v for k, v in overrides.items() if v is not None}
         if training:
             config.training = dataclasses.replace(config.training, **training)
@@ -177,48 +193,12 @@ def _rl_command(args: argparse.Namespace) -> tuple[int, Any]:
         config.check_files()
     except (ValueError, TypeError) as exc:
         raise UsageError(f"{path}: {exc}") from exc
-
-    from training.rl import train_rl
-
     try:
-        output = train_rl(config, resume=args.resume, show_progress=not args.no_progress)
+        output = find(train_at)(config, resume=args.resume, show_progress=not args.no_progress)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     except KeyboardInterrupt:
-        print("genservice train rl: interrupted; continue with --resume", file=sys.stderr)
-        return EXIT_INTERRUPTED, None
-    return EXIT_OK, output
-
-
-def _dpo_command(args: argparse.Namespace) -> tuple[int, Any]:
-    import dataclasses
-    from pathlib import Path
-
-    from training.dpo_config import DPOConfig
-
-    path = Path(args.config)
-    if not path.is_file():
-        raise UsageError(f"no such config file: {path}")
-    try:
-        config = DPOConfig.from_yaml(path)
-        if args.max_minutes is not None:
-            config.training = dataclasses.replace(config.training, max_minutes=args.max_minutes)
-        if args.output:
-            config.output_dir = args.output
-        if args.run_dir:
-            config.run_dir = args.run_dir
-        config.check_files()
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"{path}: {exc}") from exc
-
-    from training.dpo import train_dpo
-
-    try:
-        output = train_dpo(config, resume=args.resume, show_progress=not args.no_progress)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    except KeyboardInterrupt:
-        print("genservice train dpo: interrupted; continue with --resume", file=sys.stderr)
+        print(f"genservice train {name}: interrupted; continue with --resume", file=sys.stderr)
         return EXIT_INTERRUPTED, None
     return EXIT_OK, output
 

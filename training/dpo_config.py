@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from training.rl_config import RLModel, _fraction
-from training.sft_config import _build, _positive_int, _positive_number, _splits
+from training.sft_config import _build, _positive_int, _positive_number, _splits, read_yaml
 
 # What the pairs depend on: a resumed run must not mix pairs sampled under other settings.
 PAIR_SECTIONS = ("data", "model", "sampling")
@@ -152,12 +152,4 @@ class DPOConfig:
     @classmethod
     def from_yaml(cls, path: str | Path) -> DPOConfig:
         """Load and check a YAML config file."""
-        import yaml
-
-        try:
-            raw = yaml.safe_load(Path(path).read_text())
-        except OSError as exc:
-            raise ValueError(f"cannot read config {path}: {exc}") from exc
-        except yaml.YAMLError as exc:
-            raise ValueError(f"config {path} is not valid YAML: {exc}") from exc
-        return cls.from_dict(raw)
+        return cls.from_dict(read_yaml(path))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training.sft_config import _build, _positive_int, _positive_number, _splits
+from training.sft_config import _build, _positive_int, _positive_number, _splits, read_yaml
 
 LOSS_TYPES = ("grpo", "dapo", "dr_grpo")
 
@@ -247,12 +247,4 @@ class RLConfig:
     @classmethod
     def from_yaml(cls, path: str | Path) -> RLConfig:
         """Load and check a YAML config file."""
-        import yaml
-
-        try:
-            raw = yaml.safe_load(Path(path).read_text())
-        except OSError as exc:
-            raise ValueError(f"cannot read config {path}: {exc}") from exc
-        except yaml.YAMLError as exc:
-            raise ValueError(f"config {path} is not valid YAML: {exc}") from exc
-        return cls.from_dict(raw)
+        return cls.from_dict(read_yaml(path))

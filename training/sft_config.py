@@ -273,15 +273,19 @@ class SFTConfig:
     @classmethod
     def from_yaml(cls, path: str | Path) -> SFTConfig:
         """Load and check a YAML config file."""
-        import yaml
+        return cls.from_dict(read_yaml(path))
 
-        try:
-            raw = yaml.safe_load(Path(path).read_text())
-        except OSError as exc:
-            raise ValueError(f"cannot read config {path}: {exc}") from exc
-        except yaml.YAMLError as exc:
-            raise ValueError(f"config {path} is not valid YAML: {exc}") from exc
-        return cls.from_dict(raw)
+
+def read_yaml(path: str | Path) -> Any:
+    """Parsed YAML of a run config, or a ValueError that says what is wrong with the file."""
+    import yaml
+
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ValueError(f"cannot read config {path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ValueError(f"config {path} is not valid YAML: {exc}") from exc
 
 
 def _build(cls: Any, raw: Any, where: str) -> Any:
