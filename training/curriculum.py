@@ -2,11 +2,14 @@
 
 Every family keeps two moving averages of its groups' mean reward, a fast and a slow one. Their
 gap is learning progress (positive while a family improves, negative while it regresses; both
-earn draws), and 1 - fast is headroom (unsolved families earn draws). A softmax over
-|progress| + headroom × (1 - fast) shares out 1 - min_share of the draws; min_share is spread
-evenly, so no family ever starves. A family is judged on its own averages, so a gain in one
-cannot hide a regression in another: `regressions()` names the families whose fast average has
-fallen below their slow one.
+earn draws), and 1 - fast is headroom (unsolved families earn draws). A third average, of the
+spread of rewards within a group (mean absolute deviation), is learnability: group-relative
+advantages are zero where every candidate scores alike, so a family the model always or never
+solves teaches nothing, however much headroom it has. A softmax over
+|progress| + headroom × (1 - fast) + learnability × spread shares out 1 - min_share of the
+draws; min_share is spread evenly, so no family ever starves. A family is judged on its own
+averages, so a gain in one cannot hide a regression in another: `regressions()` names the
+families whose fast average has fallen below their slow one.
 
 Draws come from the sampler's own random.Random, whose state is part of `state_dict`: a resumed
 run draws the same tasks as an uninterrupted one.
@@ -28,6 +31,7 @@ class FamilyStats:
     fast: float | None = None
     slow: float | None = None
     updates: int = 0
+    spread: float | None = None  # fast average of the groups' mean absolute deviation
 
     @property
     def progress(self) -> float:
@@ -49,6 +53,8 @@ class CurriculumSampler:
     slow: float = 0.05
     temperature: float = 0.1
     headroom: float = 0.5
+    learnability: float = 0.0
+    unseen_spread: float = 0.25  # a family not drawn yet counts as this learnable (try it)
     stats: dict[str, FamilyStats] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -69,7 +75,9 @@ class CurriculumSampler:
         for name in self.names:
             stats = self.stats[name]
             headroom = 1.0 - (stats.fast if stats.fast is not None else 0.0)
-            scores.append((abs(stats.progress) + self.headroom * headroom) / self.temperature)
+            spread = stats.spread if stats.spread is not None else self.unseen_spread
+            score = abs(stats.progress) + self.headroom * headroom + self.learnability * spread
+            scores.append(score / self.temperature)
         top = max(scores)
         exps = [math.exp(score - top) for score in scores]
         total = sum(exps)
@@ -90,9 +98,13 @@ class CurriculumSampler:
         if family not in self.stats or not rewards:
             return
         mean = sum(rewards) / len(rewards)
+        spread = sum(abs(r - mean) for r in rewards) / len(rewards)
         stats = self.stats[family]
         stats.fast = mean if stats.fast is None else stats.fast + self.fast * (mean - stats.fast)
         stats.slow = mean if stats.slow is None else stats.slow + self.slow * (mean - stats.slow)
+        stats.spread = (
+            spread if stats.spread is None else stats.spread + self.fast * (spread - stats.spread)
+        )
         stats.updates += 1
 
     def regressions(self, margin: float = 0.1, min_updates: int = 8) -> list[str]:
@@ -108,7 +120,8 @@ class CurriculumSampler:
         return {
             "rng": self._rng.getstate(),
             "stats": {
-                name: [stats.fast, stats.slow, stats.updates] for name, stats in self.stats.items()
+                name: [stats.fast, stats.slow, stats.updates, stats.spread]
+                for name, stats in self.stats.items()
             },
         }
 
@@ -116,6 +129,6 @@ class CurriculumSampler:
         """Restore a `state_dict` (families absent from it start fresh)."""
         version, internal, gauss = state["rng"]
         self._rng.setstate((version, tuple(internal), gauss))
-        for name, (fast, slow, updates) in state["stats"].items():
+        for name, (fast, slow, updates, *spread) in state["stats"].items():
             if name in self.stats:
-                self.stats[name] = FamilyStats(fast, slow, int(updates))
+                self.stats[name] = FamilyStats(fast, slow, int(updates), *spread)

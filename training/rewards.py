@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +55,33 @@ def overlong_penalty(length: int, max_new_tokens: int, buffer: int, penalty: flo
     return -penalty * min(1.0, (length - start) / buffer)
 
 
+def shaped_reward(
+    report: Report,
+    weights: Mapping[str, float],
+    pass_fail: Collection[str] = (),
+    strict: bool = False,
+    floor: float = 0.0,
+) -> float:
+    """The composite reward under `weights`, with the `pass_fail` checks scored 1 or 0.
+
+    A Report whose own gate failed (the program did not run, built no sound geometry, or its
+    tests could not be trusted) gets `floor`, as in its own reward. `strict` also gives `floor`
+    to a Report that is not valid (a required check such as the spec failed), so the reward is
+    success as `genservice eval` counts it, graded only among programs that fully succeed.
+    """
+    from validators.reward import composite_reward
+
+    if (report.reward <= floor and not report.valid) or (strict and not report.valid):
+        return floor
+    checks = {
+        name: Check(1.0 if check.passed else 0.0, check.passed, check.detail)
+        if name in pass_fail
+        else check
+        for name, check in report.checks.items()
+    }
+    return composite_reward(checks, True, weights)
+
+
 class TaskRewards:
     """Judge candidate programs of task rows with the tasks' own validators (thread-safe)."""
 
@@ -65,11 +92,13 @@ class TaskRewards:
         base: Path | str = ".",
         partial_credit: bool = True,
         cache_size: int = 256,
+        shaping: Any = None,
     ) -> None:
         self.pool = pool
         self.limits = limits
         self.base = Path(base)
         self.partial_credit = partial_credit
+        self.shaping = shaping  # rl_config.RewardShaping, or None for the Report's own reward
         self._judges: OrderedDict[str, Judge | str] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -119,7 +148,19 @@ class TaskRewards:
         started = time.monotonic()
         report = self.report(task, program)
         cut = overlong_penalty(length, max_new_tokens, buffer, penalty) if max_new_tokens else 0.0
-        return Judged(report, report.reward + cut, cut, started, time.monotonic())
+        return Judged(report, self.reward(task, report) + cut, cut, started, time.monotonic())
+
+    def reward(self, task: dict[str, Any], report: Report) -> float:
+        """The reward of a Report for its task: the composite one, shaped when configured."""
+        if self.shaping is None:
+            return report.reward
+        from validators.reward import load_weights
+
+        domain = task["domain"]
+        weights = self.shaping.domain_weights(domain)
+        strict = domain in self.shaping.strict
+        floor = load_weights()["invalid_floor"]
+        return shaped_reward(report, weights, self.shaping.pass_fail, strict, floor)
 
     def submit(self, executor: Executor, task: dict[str, Any], program: str, **kw: Any) -> Future:
         """Validate on `executor` (one thread per sandbox worker); a Future of `Judged`."""
@@ -164,7 +205,8 @@ def reward_functions(rewards: TaskRewards, checks: Sequence[str] = ()) -> list[C
         return out
 
     def validator_reward(prompts: Any, completions: Any, task: Any, **kw: Any) -> list[float]:
-        return [report.reward for report in reports(completions, task)]
+        found = reports(completions, task)
+        return [rewards.reward(row, report) for row, report in zip(task, found, strict=True)]
 
     functions: list[Callable] = [validator_reward]
     for name in checks:

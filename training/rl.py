@@ -157,7 +157,9 @@ class RLTrainer:
         self.pool = SandboxPool(
             size=config.rollout.reward_workers, limits=self.limits, isolation=isolation
         )
-        self.rewards = TaskRewards(self.pool, self.limits, base=Path(config.data.tasks).parent)
+        self.rewards = TaskRewards(
+            self.pool, self.limits, base=Path(config.data.tasks).parent, shaping=config.reward
+        )
         self.tasks, self.heldout = self._load_tasks()
         families: dict[str, list[int]] = {}
         for index, task in enumerate(self.tasks):
@@ -166,6 +168,7 @@ class RLTrainer:
         self.curriculum = CurriculumSampler(
             families, seed=config.training.seed, enabled=cur.enabled, min_share=cur.min_share,
             fast=cur.fast, slow=cur.slow, temperature=cur.temperature, headroom=cur.headroom,
+            learnability=cur.learnability,
         )  # fmt: skip
         self.loaded = load_model(config.model.from_dir, device=self.device, dtype=torch.float32)
         model = self.loaded.model

@@ -129,6 +129,55 @@ class Loss:
 
 
 @dataclass
+class RewardShaping:
+    """How validator checks become the RL reward (defaults: the Report's composite reward)."""
+
+    # Per-domain overrides of validators/reward_weights.yaml, e.g. {cad: {spec: 4.0}}.
+    weights: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Checks scored 1 when passed and 0 otherwise instead of their partial score: a spec missed
+    # by 10 % still scores 0.97 partially, which leaves nothing for the policy to learn from.
+    pass_fail: list[str] = field(default_factory=list)
+    # Domains whose reward is the floor unless every required check passed (the Report is
+    # valid): success as `genservice eval` counts it. Code keeps partial credit for tests.
+    strict: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        from validators.reward import load_weights
+
+        known = load_weights()["domains"]
+        if not isinstance(self.weights, dict):
+            raise ValueError("reward.weights must map a domain to {check: weight}")
+        for domain, table in self.weights.items():
+            if domain not in known:
+                raise ValueError(f"reward.weights: unknown domain {domain!r}; known: {list(known)}")
+            if not isinstance(table, dict) or not table:
+                raise ValueError(f"reward.weights.{domain} must map check names to weights")
+            for name, weight in table.items():
+                if name not in known[domain]:
+                    raise ValueError(
+                        f"reward.weights.{domain}: unknown check {name!r}; "
+                        f"known: {sorted(known[domain])}"
+                    )
+                _fraction(f"reward.weights.{domain}", str(name), weight, 0.0, 100.0)
+        checks = {name for table in known.values() for name in table}
+        if not isinstance(self.pass_fail, list) or not all(
+            isinstance(name, str) for name in self.pass_fail
+        ):
+            raise ValueError("reward.pass_fail must be a list of check names, e.g. [spec]")
+        if not isinstance(self.strict, list) or not set(self.strict) <= set(known):
+            raise ValueError(f"reward.strict must be a list of domains out of {list(known)}")
+        unknown = sorted(set(self.pass_fail) - checks)
+        if unknown:
+            raise ValueError(f"reward.pass_fail: unknown checks {unknown}; known: {sorted(checks)}")
+
+    def domain_weights(self, domain: str) -> dict[str, float]:
+        """The domain's check weights with this run's overrides applied."""
+        from validators.reward import load_weights
+
+        return {**load_weights()["domains"][domain], **self.weights.get(domain, {})}
+
+
+@dataclass
 class Curriculum:
     """Family weights from reward progress: fast vs slow moving averages of each family."""
 
@@ -136,8 +185,9 @@ class Curriculum:
     min_share: float = 0.3  # this share of draws is spread evenly: no family starves
     fast: float = 0.3  # smoothing of the fast average (per update of the family)
     slow: float = 0.05
-    temperature: float = 0.1  # softmax temperature over progress + headroom
+    temperature: float = 0.1  # softmax temperature over progress + headroom + learnability
     headroom: float = 0.5  # weight of (1 - reward): unsolved families get more draws
+    learnability: float = 0.0  # weight of the reward spread within groups: where signal is
 
     def __post_init__(self) -> None:
         _flag("curriculum", "enabled", self.enabled)
@@ -148,6 +198,7 @@ class Curriculum:
             raise ValueError("curriculum.slow must not exceed curriculum.fast")
         _fraction("curriculum", "temperature", self.temperature, 0.001, 100.0)
         _fraction("curriculum", "headroom", self.headroom, 0.0, 10.0)
+        _fraction("curriculum", "learnability", self.learnability, 0.0, 10.0)
 
 
 @dataclass
@@ -192,6 +243,7 @@ class RLConfig:
     model: RLModel = field(default_factory=RLModel)
     rollout: Rollout = field(default_factory=Rollout)
     loss: Loss = field(default_factory=Loss)
+    reward: RewardShaping = field(default_factory=RewardShaping)
     curriculum: Curriculum = field(default_factory=Curriculum)
     training: RLTraining = field(default_factory=RLTraining)
     deepspeed: str = "training/configs/deepspeed/cpu.json"
@@ -204,6 +256,7 @@ class RLConfig:
             ("model", RLModel),
             ("rollout", Rollout),
             ("loss", Loss),
+            ("reward", RewardShaping),
             ("curriculum", Curriculum),
             ("training", RLTraining),
         )

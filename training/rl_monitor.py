@@ -40,6 +40,11 @@ def _iou(judged: Any) -> float | None:
     return float(check.detail["iou"]) if check is not None and "iou" in check.detail else None
 
 
+def _spec(judged: Any) -> float:
+    """1 when the candidate is valid and passed its spec (as `genservice eval` counts it)."""
+    return float(judged.valid and judged.report.checks["spec"].passed)
+
+
 def step_record(
     step: int,
     elapsed: float,
@@ -65,6 +70,7 @@ def step_record(
             "reward": _mean([j.reward for j in js]),
             "valid": _mean([float(j.valid) for j in js]),
             "iou": _mean(ious),
+            "spec": _mean([_spec(j) for j in js if "spec" in j.report.checks]),
             "length": _mean([float(len(ids)) for g in mine for ids in g.completions]),
             "n": len(js),
             "weight": weights.get(name),
@@ -77,6 +83,7 @@ def step_record(
         "reward": _mean(rewards) or 0.0,
         "reward_std": statistics.pstdev(rewards) if rewards else 0.0,
         "valid": _mean([float(j.valid) for j in judged]) or 0.0,
+        "spec": _mean([_spec(j) for j in judged if "spec" in j.report.checks]),
         "length": _mean([float(n) for n in lengths]) or 0.0,
         "truncated": _mean([float(f == "length") for g in groups for f in g.finish]) or 0.0,
         "loss": stats["loss"],

@@ -116,6 +116,22 @@ def test_curriculum_favours_progress_and_headroom_but_starves_no_family():
     assert share_easy == pytest.approx(weights["easy"], abs=0.03)
 
 
+def test_learnability_draws_where_groups_disagree_not_where_all_fail():
+    sampler = _sampler(min_share=0.3, headroom=0.0, learnability=1.0, temperature=0.1)
+    assert len(set(sampler.weights().values())) == 1  # nothing seen yet: every family alike
+    for _ in range(10):
+        sampler.update("easy", [1.0, 1.0, 1.0, 1.0])  # always solved: no advantage
+        sampler.update("hard", [0.0, 0.0, 0.0, 0.0])  # never solved: no advantage either
+        sampler.update("moving", [0.0, 1.0, 0.0, 1.0])  # half solved: the most to learn
+    weights = sampler.weights()
+    assert weights["moving"] > 0.5 and weights["hard"] == pytest.approx(weights["easy"])
+    assert min(weights.values()) >= 0.3 / 3 - 1e-9
+    state = sampler.state_dict()
+    again = _sampler(min_share=0.3, headroom=0.0, learnability=1.0, temperature=0.1)
+    again.load_state_dict(state)
+    assert again.weights() == pytest.approx(weights)
+
+
 def test_curriculum_names_a_family_that_regresses_while_another_gains():
     sampler = _sampler()
     for _ in range(30):
@@ -165,6 +181,9 @@ class _FakeRewards:
         good = "return" in program
         return _report(good, 0.9 if good else 0.0, {"tests": 1.0 if good else 0.0})
 
+    def reward(self, task: dict, report: Report) -> float:
+        return report.reward
+
 
 def test_trl_style_reward_functions_share_one_validation_per_candidate():
     fake = _FakeRewards()
@@ -175,6 +194,33 @@ def test_trl_style_reward_functions_share_one_validation_per_candidate():
     assert tests(None, completions, task) == [1.0, 0.0]
     assert missing(None, completions, task) == [None, None]
     assert fake.calls == 2 and tests.__name__ == "check_tests"
+
+
+def test_shaped_reward_makes_a_missed_spec_cost_what_its_weight_says():
+    from training.rewards import shaped_reward
+
+    checks = {"executes": Check(1.0, True), "spec": Check(0.97, False)}  # 3 % off: not passed
+    missed = Report.build(True, 0.9, checks)
+    hit = Report.build(True, 0.9, {**checks, "spec": Check(0.97, True)})
+    weights = {"executes": 1.0, "spec": 3.0}
+    assert shaped_reward(missed, weights) == pytest.approx((1 + 3 * 0.97) / 4)
+    assert shaped_reward(missed, weights, ["spec"]) == pytest.approx(0.25)
+    assert shaped_reward(hit, weights, ["spec"]) == pytest.approx(1.0)
+    invalid = Report.build(False, 0.0, {"executes": Check(0.0, False)})
+    assert shaped_reward(invalid, weights, ["spec"]) == 0.0
+    sound_but_missed = Report.build(False, 0.9, checks)  # ran, sound geometry, spec failed
+    assert shaped_reward(sound_but_missed, weights) == pytest.approx((1 + 3 * 0.97) / 4)
+    assert shaped_reward(sound_but_missed, weights, strict=True) == 0.0
+    assert shaped_reward(hit, weights, strict=True) == pytest.approx((1 + 3 * 0.97) / 4)
+
+
+def test_reward_section_overrides_one_domains_weights():
+    config = RLConfig.from_dict(
+        {**BASE, "reward": {"weights": {"cad": {"spec": 5.0}}, "pass_fail": ["spec"]}}
+    )
+    cad = config.reward.domain_weights("cad")
+    assert cad["spec"] == 5.0 and cad["similarity"] == 3.0
+    assert config.reward.domain_weights("scene")["spec"] == 2.0
 
 
 def test_union_of_validation_intervals_and_seeds():
@@ -199,6 +245,12 @@ BASE = {"data": {"tasks": "tasks.jsonl"}}
         ({"training": {"micro_batch": 5}}, "must be a multiple"),
         ({"curriculum": {"fast": 0.01, "slow": 0.5}}, "slow must not exceed"),
         ({"rollout": {"beam": 4}}, "unknown keys"),
+        ({"reward": {"weights": {"cad": {"spec_ok": 2}}}}, "unknown check 'spec_ok'"),
+        ({"reward": {"weights": {"cam": {"spec": 2}}}}, "unknown domain 'cam'"),
+        ({"reward": {"weights": {"cad": {"spec": -1}}}}, r"reward.weights.cad.spec"),
+        ({"reward": {"pass_fail": ["specs"]}}, "unknown checks"),
+        ({"reward": {"strict": ["cads"]}}, "reward.strict"),
+        ({"curriculum": {"learnability": -1}}, "curriculum.learnability"),
     ],
 )  # fmt: skip
 def test_config_errors_name_the_key(patch, message):
