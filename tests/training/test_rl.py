@@ -45,6 +45,8 @@ def _config(tasks: Path, root: Path, **training: object) -> Path:
         "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 160,
                     "reward_workers": 2},
         "loss": {"type": "dapo", "max_resample": 1},
+        "reward": {"weights": {"code": {"tests": 4.0}}},  # shaped, as the shipped config is
+        "curriculum": {"headroom": 0.0, "learnability": 1.0},  # its state must resume too
         "training": {"lr": 1e-4, "micro_batch": 4, "updates_per_rollout": 2, "max_steps": 4,
                      "max_minutes": 20, "save_every": 2, "heldout_every": 2, "num_threads": 1,
                      **training},
