@@ -71,7 +71,7 @@ def shaped_reward(
     """
     from validators.reward import composite_reward
 
-    if (report.reward <= floor and not report.valid) or (strict and not report.valid):
+    if not report.valid and (strict or report.reward <= floor):
         return floor
     checks = {
         name: Check(1.0 if check.passed else 0.0, check.passed, check.detail)
@@ -154,13 +154,12 @@ class TaskRewards:
         """The reward of a Report for its task: the composite one, shaped when configured."""
         if self.shaping is None:
             return report.reward
-        from validators.reward import load_weights
+        from validators.reward import INVALID_REWARD
 
         domain = task["domain"]
         weights = self.shaping.domain_weights(domain)
         strict = domain in self.shaping.strict
-        floor = load_weights()["invalid_floor"]
-        return shaped_reward(report, weights, self.shaping.pass_fail, strict, floor)
+        return shaped_reward(report, weights, self.shaping.pass_fail, strict, INVALID_REWARD)
 
     def submit(self, executor: Executor, task: dict[str, Any], program: str, **kw: Any) -> Future:
         """Validate on `executor` (one thread per sandbox worker); a Future of `Judged`."""

@@ -135,7 +135,7 @@ class RewardShaping:
     # Per-domain overrides of validators/reward_weights.yaml, e.g. {cad: {spec: 4.0}}.
     weights: dict[str, dict[str, float]] = field(default_factory=dict)
     # Checks scored 1 when passed and 0 otherwise instead of their partial score: a spec missed
-    # by 10 % still scores 0.97 partially, which leaves nothing for the policy to learn from.
+    # by 3 % still scores 0.97 partially, which leaves little for the policy to learn from.
     pass_fail: list[str] = field(default_factory=list)
     # Domains whose reward is the floor unless every required check passed (the Report is
     # valid): success as `genservice eval` counts it. Code keeps partial credit for tests.
