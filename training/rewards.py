@@ -61,17 +61,22 @@ def shaped_reward(
     pass_fail: Collection[str] = (),
     strict: bool = False,
     floor: float = 0.0,
+    near_miss: float = 0.0,
 ) -> float:
     """The composite reward under `weights`, with the `pass_fail` checks scored 1 or 0.
 
     A Report whose own gate failed (the program did not run, built no sound geometry, or its
     tests could not be trusted) gets `floor`, as in its own reward. `strict` also gives `floor`
     to a Report that is not valid (a required check such as the spec failed), so the reward is
-    success as `genservice eval` counts it, graded only among programs that fully succeed.
+    success as `genservice eval` counts it, graded only among programs that fully succeed;
+    with `near_miss` > 0 such a sound near miss gets that fraction of its composite reward
+    instead, so a broken program still ranks below one that only missed its spec.
     """
     from validators.reward import composite_reward
 
-    if not report.valid and (strict or report.reward <= floor):
+    if not report.valid and report.reward <= floor:
+        return floor
+    if not report.valid and strict and near_miss <= 0:
         return floor
     checks = {
         name: Check(1.0 if check.passed else 0.0, check.passed, check.detail)
@@ -79,7 +84,10 @@ def shaped_reward(
         else check
         for name, check in report.checks.items()
     }
-    return composite_reward(checks, True, weights)
+    reward = composite_reward(checks, True, weights)
+    if not report.valid and strict:
+        return floor + near_miss * (reward - floor)
+    return reward
 
 
 class TaskRewards:
@@ -159,7 +167,10 @@ class TaskRewards:
         domain = task["domain"]
         weights = self.shaping.domain_weights(domain)
         strict = domain in self.shaping.strict
-        return shaped_reward(report, weights, self.shaping.pass_fail, strict, INVALID_REWARD)
+        return shaped_reward(
+            report, weights, self.shaping.pass_fail, strict, INVALID_REWARD,
+            self.shaping.near_miss,
+        )  # fmt: skip
 
     def submit(self, executor: Executor, task: dict[str, Any], program: str, **kw: Any) -> Future:
         """Validate on `executor` (one thread per sandbox worker); a Future of `Judged`."""

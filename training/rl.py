@@ -165,6 +165,7 @@ class RLTrainer:
         for index, task in enumerate(self.tasks):
             families.setdefault(task["family"], []).append(index)
         cur = config.curriculum
+        self.families = families
         self.curriculum = CurriculumSampler(
             families, seed=config.training.seed, enabled=cur.enabled, min_share=cur.min_share,
             fast=cur.fast, slow=cur.slow, temperature=cur.temperature, headroom=cur.headroom,
@@ -191,6 +192,10 @@ class RLTrainer:
             config.loss.beta, config.rollout.max_new_tokens,
         )  # fmt: skip
         self.monitor = Monitor(self.run_dir, enabled=self.rank == 0)
+        if config.loss.sft_anchor > 0:
+            from training.sft import reply_format
+
+            self.reply_format = reply_format(self.loaded.tokenizer)
 
     def _load_tasks(self) -> tuple[list[dict], list[dict]]:
         from training.sft import load_tasks
@@ -338,7 +343,7 @@ class RLTrainer:
         ]  # fmt: skip
 
     # ---------------------------------------------------------------- update
-    def _update(self, groups: list[Group]) -> dict[str, float | None]:
+    def _update(self, groups: list[Group], step: int) -> dict[str, float | None]:
         """Clipped-surrogate steps over the rollouts; statistics of the update."""
         import torch
 
@@ -372,6 +377,7 @@ class RLTrainer:
                         self.reference, batch["ids"], batch["attn"], temperature
                     )[0]
         totals = {"loss": 0.0, "clip_tokens": 0.0, "tokens": 0.0, "kl_sum": 0.0, "entropy_sum": 0.0}
+        anchor_nll: list[float] = []
         for chunk in range(chunks):
             span = range(chunk * per_chunk // micro, (chunk + 1) * per_chunk // micro)
             sequences = sum(int(batches[i]["train"].sum()) for i in span)
@@ -388,6 +394,10 @@ class RLTrainer:
                 )  # fmt: skip
                 if not tokens:
                     loss = logps.sum() * 0.0  # keeps every rank's backward hooks in step
+                if self.config.loss.sft_anchor > 0 and i == span[0]:  # once per update
+                    nll = self._anchor_nll(step, chunk)
+                    anchor_nll.append(float(nll.detach()))
+                    loss = loss + self.config.loss.sft_anchor * nll
                 self.engine.backward(loss, scale_wrt_gas=False)
                 self.engine.step()
                 totals["loss"] += float(loss.detach())
@@ -401,7 +411,35 @@ class RLTrainer:
             "clip_frac": totals["clip_tokens"] / count,
             "entropy": totals["entropy_sum"] / count,
             "kl": kl,
+            "anchor_nll": sum(anchor_nll) / len(anchor_nll) if anchor_nll else None,
         }
+
+    def _anchor_nll(self, step: int, chunk: int) -> Any:
+        """Mean next-token loss of reference programs drawn evenly over the training families.
+
+        The draw is seeded by step, update and rank, so a resumed run anchors on the same rows.
+        """
+        from training.sft import IGNORE_INDEX, collate, encode_task, loss_sum
+
+        rng = random.Random(step_seed(self.config.training.seed, step, 1000 + chunk, self.rank))
+        names = sorted(self.families)
+        examples = []
+        for _ in range(20 * self.config.loss.sft_anchor_rows):
+            if len(examples) == self.config.loss.sft_anchor_rows:
+                break
+            task = self.tasks[rng.choice(self.families[rng.choice(names)])]
+            example = encode_task(self.loaded.tokenizer, task, self.reply_format)
+            reply = sum(1 for label in example.labels if label != IGNORE_INDEX)
+            if reply <= self.config.rollout.max_new_tokens:  # as long as a rollout may be
+                examples.append(example)
+        if not examples:
+            import torch
+
+            return torch.zeros((), device=self.engine.device)
+        pad = self.loaded.tokenizer.pad_token_id or 0
+        batch = {k: v.to(self.engine.device) for k, v in collate(examples, pad).items()}
+        labelled = int((batch["labels"] != IGNORE_INDEX).sum())
+        return loss_sum(self.engine, batch, bf16=False) / max(1, labelled)
 
     def _collate(self, rows: list[tuple]) -> dict[str, Any]:
         import torch
@@ -452,7 +490,7 @@ class RLTrainer:
                 step_started = time.monotonic()
                 groups, extra = self._rollout(step, threads)
                 update_started = time.monotonic()
-                stats = self._update(groups)
+                stats = self._update(groups, step)
                 extra["timing"]["update_s"] = time.monotonic() - update_started
                 extra["timing"]["step_s"] = time.monotonic() - step_started
                 every = self._gather(extra["every"])

@@ -113,6 +113,12 @@ class Loss:
     mask_truncated: bool = False  # drop completions cut at max_new_tokens from the loss
     dynamic_sampling: bool = True  # skip groups whose rewards are all equal (no signal)
     max_resample: int = 2  # extra rounds of prompts drawn to replace skipped groups
+    # Supervised anchor (as in PPO-ptx): each update also lowers the next-token loss of
+    # `sft_anchor_rows` reference programs drawn evenly over every training family, weighted by
+    # `sft_anchor`. The curriculum draws a few families often; without an anchor, what the
+    # policy learns there can drift the shared weights away from families it rarely draws.
+    sft_anchor: float = 0.0
+    sft_anchor_rows: int = 4
 
     def __post_init__(self) -> None:
         if self.type not in LOSS_TYPES:
@@ -126,6 +132,8 @@ class Loss:
         _flag("loss", "mask_truncated", self.mask_truncated)
         _flag("loss", "dynamic_sampling", self.dynamic_sampling)
         _positive_int("loss", "max_resample", self.max_resample, zero_ok=True)
+        _fraction("loss", "sft_anchor", self.sft_anchor, 0.0, 10.0)
+        _positive_int("loss", "sft_anchor_rows", self.sft_anchor_rows)
 
 
 @dataclass
@@ -140,10 +148,15 @@ class RewardShaping:
     # Domains whose reward is the floor unless every required check passed (the Report is
     # valid): success as `genservice eval` counts it. Code keeps partial credit for tests.
     strict: list[str] = field(default_factory=list)
+    # In a strict domain, the fraction of its composite reward a sound program that missed a
+    # required check keeps (0: the floor, like a program that does not run). A little credit
+    # keeps "it builds" worth more than "it crashes" while success still dominates.
+    near_miss: float = 0.0
 
     def __post_init__(self) -> None:
         from validators.reward import load_weights
 
+        _fraction("reward", "near_miss", self.near_miss)
         known = load_weights()["domains"]
         if not isinstance(self.weights, dict):
             raise ValueError("reward.weights must map a domain to {check: weight}")

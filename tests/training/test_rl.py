@@ -44,7 +44,7 @@ def _config(tasks: Path, root: Path, **training: object) -> Path:
         "model": {"from": str(MODEL)},
         "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 160,
                     "reward_workers": 2},
-        "loss": {"type": "dapo", "max_resample": 1},
+        "loss": {"type": "dapo", "max_resample": 1, "sft_anchor": 0.2, "sft_anchor_rows": 2},
         "reward": {"weights": {"code": {"tests": 4.0}}},  # shaped, as the shipped config is
         "curriculum": {"headroom": 0.0, "learnability": 1.0},  # its state must resume too
         "training": {"lr": 1e-4, "micro_batch": 4, "updates_per_rollout": 2, "max_steps": 4,
@@ -76,7 +76,9 @@ def _weights(model: Path) -> str:
     return hashlib.sha256((model / "model.safetensors").read_bytes()).hexdigest()
 
 
-COMPARED = ("reward", "valid", "length", "loss", "kl", "clip_frac", "groups_kept", "families")
+COMPARED = (
+    "reward", "valid", "length", "loss", "kl", "anchor_nll", "clip_frac", "groups_kept", "families",
+)  # fmt: skip
 
 
 @pytest.mark.timeout(900)
@@ -87,6 +89,7 @@ def test_resume_after_kill_matches_an_uninterrupted_run(tasks: Path, tmp_path: P
     expected = _records(tmp_path / "straight/run", "step")
     assert [r["step"] for r in expected] == [1, 2, 3, 4]
     assert any(r["groups_kept"] for r in expected), "no group carried a learning signal"
+    assert all(0 < r["anchor_nll"] < 5 for r in expected)  # the supervised anchor ran
     assert _weights(tmp_path / "straight/model") != _weights(MODEL)
 
     killed = _config(tasks, tmp_path / "killed")

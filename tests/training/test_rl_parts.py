@@ -214,6 +214,18 @@ def test_shaped_reward_makes_a_missed_spec_cost_what_its_weight_says():
     assert shaped_reward(hit, weights, strict=True) == pytest.approx((1 + 3 * 0.97) / 4)
 
 
+def test_near_miss_ranks_a_sound_miss_between_a_crash_and_a_success():
+    from training.rewards import shaped_reward
+
+    checks = {"executes": Check(1.0, True), "spec": Check(0.97, False)}
+    weights = {"executes": 1.0, "spec": 3.0}
+    crash = Report.build(False, 0.0, {"executes": Check(0.0, False)})
+    miss = Report.build(False, 0.9, checks)
+    hit = Report.build(True, 0.9, {**checks, "spec": Check(1.0, True)})
+    rewards = [shaped_reward(r, weights, strict=True, near_miss=0.25) for r in (crash, miss, hit)]
+    assert rewards == pytest.approx([0.0, 0.25 * (1 + 3 * 0.97) / 4, 1.0])
+
+
 def test_reward_section_overrides_one_domains_weights():
     config = RLConfig.from_dict(
         {**BASE, "reward": {"weights": {"cad": {"spec": 5.0}}, "pass_fail": ["spec"]}}
@@ -251,6 +263,9 @@ BASE = {"data": {"tasks": "tasks.jsonl"}}
         ({"reward": {"pass_fail": ["specs"]}}, "unknown checks"),
         ({"reward": {"strict": ["cads"]}}, "reward.strict"),
         ({"curriculum": {"learnability": -1}}, "curriculum.learnability"),
+        ({"reward": {"near_miss": 1.5}}, "reward.near_miss"),
+        ({"loss": {"sft_anchor": -0.1}}, "loss.sft_anchor"),
+        ({"loss": {"sft_anchor_rows": 0}}, "loss.sft_anchor_rows"),
     ],
 )  # fmt: skip
 def test_config_errors_name_the_key(patch, message):
