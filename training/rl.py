@@ -423,7 +423,7 @@ class RLTrainer:
 
         rng = random.Random(step_seed(self.config.training.seed, step, 1000 + chunk, self.rank))
         names = sorted(self.families)
-        examples = []
+        examples: list[Any] = []
         for _ in range(20 * self.config.loss.sft_anchor_rows):
             if len(examples) == self.config.loss.sft_anchor_rows:
                 break
