@@ -76,8 +76,6 @@ def shaped_reward(
 
     if not report.valid and report.reward <= floor:
         return floor
-    if not report.valid and strict and near_miss <= 0:
-        return floor
     checks = {
         name: Check(1.0 if check.passed else 0.0, check.passed, check.detail)
         if name in pass_fail

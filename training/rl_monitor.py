@@ -88,7 +88,7 @@ def step_record(
         "truncated": _mean([float(f == "length") for g in groups for f in g.finish]) or 0.0,
         "loss": stats["loss"],
         "kl": stats["kl"],
-        "anchor_nll": stats.get("anchor_nll"),
+        "anchor_nll": stats["anchor_nll"],
         "entropy": stats["entropy"],
         "clip_frac": stats["clip_frac"],
         "lr": lr,
