@@ -82,6 +82,54 @@ def compare(
     }  # fmt: skip
 
 
+def _task_scores(dirs: list[Path]) -> list[dict[str, tuple[str, float]]] | None:
+    """Per eval directory: task id -> (family, share of its candidates passing every check)."""
+    found = []
+    for folder in dirs:
+        tasks = json.loads((folder / "eval.json").read_text()).get("tasks")
+        if not tasks:
+            return None
+        found.append(
+            {
+                t["id"]: (t["family"], statistics.fmean(c["all_checks"] for c in t["candidates"]))
+                for t in tasks
+                if t["candidates"]
+            }
+        )
+    return found
+
+
+def task_test(
+    before: list[dict[str, tuple[str, float]]], after: list[dict[str, tuple[str, float]]],
+    family: str, floor: float,
+) -> dict[str, Any] | None:  # fmt: skip
+    """Paired over the family's tasks: mean Δ per task (over seeds) and its standard error."""
+    runs = before + after
+    ids = sorted(
+        i for i, (f, _) in before[0].items() if f == family and all(i in run for run in runs)
+    )
+    if not ids:
+        return None
+    deltas = [
+        statistics.fmean(run[i][1] for run in after) - statistics.fmean(run[i][1] for run in before)
+        for i in ids
+    ]
+    mean = statistics.fmean(deltas)
+    error = statistics.stdev(deltas) / math.sqrt(len(deltas)) if len(deltas) > 1 else 0.0
+    beyond = abs(mean) > max(2 * error, floor)
+    return {"delta": mean, "error": error, "tasks": len(ids), "worse": beyond and mean < 0,
+            "better": beyond and mean > 0}  # fmt: skip
+
+
+def _task_cell(result: dict[str, Any] | None) -> str:
+    if result is None:
+        return " – |"
+    mark = " ✔" if result["better"] else (" ✘" if result["worse"] else "")
+    return (
+        f" {100 * result['delta']:+.1f} ± {100 * result['error']:.1f} ({result['tasks']}){mark} |"
+    )
+
+
 def _cell(values: list[float]) -> str:
     mean = statistics.fmean(values)
     spread = statistics.stdev(values) if len(values) > 1 else 0.0
@@ -115,18 +163,33 @@ def table(before_dirs: list[Path], after_dirs: list[Path], floor: float = 0.02) 
             result = compare(before, after, lambda s, d=domain: s["domains"].get(d), metric, floor)
             if result is not None:
                 lines.append(_row(domain, result))
-    lines += ["", "Per family (CAD and scenes: all checks@1; code: pass@1):", "", header]
-    regressed = []
+    tasks_before, tasks_after = _task_scores(before_dirs), _task_scores(after_dirs)
+    with_tasks = tasks_before is not None and tasks_after is not None
+    family_header = header
+    if with_tasks:
+        family_header = header.replace(" |\n", " | Δ per task (mean ± se, tasks) |\n", 1) + "---|"
+    lines += ["", "Per family (CAD and scenes: all checks@1; code: pass@1):", "", family_header]
+    regressed, regressed_tasks = [], []
     for family in sorted(before[0]["families"]):
         group = before[0]["families"][family]
         metric = CODE_METRICS[0] if "code_pass@1" in group else CAD_METRICS[2]
         result = compare(before, after, lambda s, f=family: s["families"].get(f), metric, 0.1)
         if result is None:
             continue
-        lines.append(_row(family, result))
+        row = _row(family, result)
         if result["worse"]:
             regressed.append(family)
+        if tasks_before is not None and tasks_after is not None:
+            by_task = task_test(tasks_before, tasks_after, family, 0.1)
+            row += _task_cell(by_task)
+            if by_task is not None and by_task["worse"]:
+                regressed_tasks.append(family)
+        lines.append(row)
     lines += ["", f"Families worse beyond noise: {', '.join(regressed) or 'none'}."]
+    if with_tasks:
+        lines.append(
+            f"Families worse beyond noise by the task test: {', '.join(regressed_tasks) or 'none'}."
+        )
     return "\n".join(lines) + "\n"
 
 

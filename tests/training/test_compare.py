@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,37 @@ def test_noisy_differences_are_not_claimed(tmp_path: Path):
     assert "| code | pass@1 |" in rows and "✔" not in rows and "✘" not in rows
     with pytest.raises(ValueError, match="same number"):
         table(before, after[:2])
+
+
+def _eval_with_tasks(root: Path, name: str, per_task: list[float]) -> Path:
+    """An eval directory for one CAD family whose tasks pass every check at these rates."""
+    folder = _eval(root, name, 0.1, {"flange": statistics.fmean(per_task)}, 0.2)
+    data = json.loads((folder / "eval.json").read_text())
+    data["tasks"] = [
+        {
+            "id": f"flange-{i}",
+            "family": "flange",
+            "candidates": [{"all_checks": k < round(4 * rate)} for k in range(4)],
+        }
+        for i, rate in enumerate(per_task)
+    ]
+    (folder / "eval.json").write_text(json.dumps(data))
+    return folder
+
+
+def test_task_test_separates_one_flipped_task_from_a_family_wide_fall(tmp_path: Path):
+    before = [_eval_with_tasks(tmp_path, f"b{s}", [1, 1, 1, 0.5, 0.5, 0.5]) for s in range(3)]
+    one_task = [_eval_with_tasks(tmp_path, f"o{s}", [0, 1, 1, 0.5, 0.5, 0.5]) for s in range(3)]
+    text = table(before, one_task)
+    # The same task lost on every seed: the seed test calls it a regression of these tasks...
+    assert "Families worse beyond noise: flange." in text
+    # ...the task test sees one task of six move, within the family's task-to-task spread.
+    assert "| -16.7 ± 16.7 (6) |" in text
+    assert "Families worse beyond noise by the task test: none." in text
+
+    everywhere = [
+        _eval_with_tasks(tmp_path, f"e{s}", [0.5, 0.75, 0.5, 0, 0.25, 0]) for s in range(3)
+    ]
+    text = table(before, everywhere)
+    assert "Families worse beyond noise by the task test: flange." in text
+    assert "(6) ✘ |" in text
