@@ -47,7 +47,7 @@ CODE_METRICS: list[Metric] = [
 
 
 def _load(dirs: list[Path]) -> list[dict[str, Any]]:
-    return [json.loads((d / "eval.json").read_text())["summary"] for d in dirs]
+    return [json.loads((d / "eval.json").read_text()) for d in dirs]
 
 
 def _values(summaries: list[dict[str, Any]], where: Callable, get: Callable) -> list[float] | None:
@@ -82,11 +82,11 @@ def compare(
     }  # fmt: skip
 
 
-def _task_scores(dirs: list[Path]) -> list[dict[str, tuple[str, float]]] | None:
-    """Per eval directory: task id -> (family, share of its candidates passing every check)."""
+def _task_scores(evals: list[dict[str, Any]]) -> list[dict[str, tuple[str, float]]] | None:
+    """Per eval run: task id -> (family, share of its candidates passing every check)."""
     found = []
-    for folder in dirs:
-        tasks = json.loads((folder / "eval.json").read_text()).get("tasks")
+    for run in evals:
+        tasks = run.get("tasks")
         if not tasks:
             return None
         found.append(
@@ -121,12 +121,16 @@ def task_test(
             "better": beyond and mean > 0}  # fmt: skip
 
 
+def _mark(result: dict[str, Any]) -> str:
+    return " ✔" if result["better"] else (" ✘" if result["worse"] else "")
+
+
 def _task_cell(result: dict[str, Any] | None) -> str:
     if result is None:
         return " – |"
-    mark = " ✔" if result["better"] else (" ✘" if result["worse"] else "")
     return (
-        f" {100 * result['delta']:+.1f} ± {100 * result['error']:.1f} ({result['tasks']}){mark} |"
+        f" {100 * result['delta']:+.1f} ± {100 * result['error']:.1f} ({result['tasks']})"
+        f"{_mark(result)} |"
     )
 
 
@@ -137,7 +141,7 @@ def _cell(values: list[float]) -> str:
 
 
 def _row(name: str, result: dict[str, Any]) -> str:
-    mark = " ✔" if result["better"] else (" ✘" if result["worse"] else "")
+    mark = _mark(result)
     return (
         f"| {name} | {result['metric']} | {_cell(result['before'])} | {_cell(result['after'])} | "
         f"{100 * result['delta']:+.1f} ± {100 * result['delta_spread']:.1f}{mark} |"
@@ -148,7 +152,9 @@ def table(before_dirs: list[Path], after_dirs: list[Path], floor: float = 0.02) 
     """The markdown comparison: domains with every metric, then one line per family."""
     if len(before_dirs) != len(after_dirs) or not before_dirs:
         raise ValueError("give the same number (≥ 1) of eval directories before and after")
-    before, after = _load(before_dirs), _load(after_dirs)
+    before_runs, after_runs = _load(before_dirs), _load(after_dirs)
+    before = [run["summary"] for run in before_runs]
+    after = [run["summary"] for run in after_runs]
     header = "| | metric | before (mean ± sd, %) | after | Δ per seed (mean ± sd) |\n"
     header += "|---" * 5 + "|"
     lines = [
@@ -163,7 +169,7 @@ def table(before_dirs: list[Path], after_dirs: list[Path], floor: float = 0.02) 
             result = compare(before, after, lambda s, d=domain: s["domains"].get(d), metric, floor)
             if result is not None:
                 lines.append(_row(domain, result))
-    tasks_before, tasks_after = _task_scores(before_dirs), _task_scores(after_dirs)
+    tasks_before, tasks_after = _task_scores(before_runs), _task_scores(after_runs)
     with_tasks = tasks_before is not None and tasks_after is not None
     family_header = header
     if with_tasks:
@@ -179,8 +185,8 @@ def table(before_dirs: list[Path], after_dirs: list[Path], floor: float = 0.02) 
         row = _row(family, result)
         if result["worse"]:
             regressed.append(family)
-        if tasks_before is not None and tasks_after is not None:
-            by_task = task_test(tasks_before, tasks_after, family, 0.1)
+        if with_tasks:
+            by_task = task_test(tasks_before or [], tasks_after or [], family, 0.1)
             row += _task_cell(by_task)
             if by_task is not None and by_task["worse"]:
                 regressed_tasks.append(family)
