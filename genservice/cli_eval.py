@@ -84,9 +84,10 @@ def eval_command(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from genservice.generation.loader import ModelNotFoundError, default_model_dir, load_model
-    from genservice.generation.prompts import build_messages, clean_completion
+    from genservice.generation.prompts import clean_completion
     from genservice.generation.sampler import sample
     from training.evaluate import run_evaluation, write_outputs
+    from training.sft import task_messages
     from validators.sandbox import SandboxPool, SandboxUnavailable
     from validators.sandbox.pool import DEFAULT_PRELOAD
 
@@ -98,9 +99,7 @@ def eval_command(args: argparse.Namespace) -> int:
 
     def generate(task: dict[str, Any], n: int, seed: int) -> list[str]:
         # An edit task (previous program + instruction) is asked exactly as Refine asks it.
-        messages = build_messages(
-            task["domain"], task["prompt"], task.get("previous_program"), task.get("instruction")
-        )
+        messages = task_messages(task, loaded)
         completions = sample(
             loaded,
             messages,

@@ -305,7 +305,7 @@ class DPOTrainer:
         from training.sft import task_messages
 
         sampling = self.config.sampling
-        messages = task_messages(task)
+        messages = task_messages(task, self.loaded)
         prompt = encode_prompt(self.loaded, messages)["input_ids"][0].tolist()
         completions = sample(
             self.loaded, messages, n=sampling.n, seed=task_seed(sampling.seed, str(task["id"])),

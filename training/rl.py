@@ -266,7 +266,7 @@ class RLTrainer:
         from training.sft import task_messages
 
         rollout = self.config.rollout
-        messages = task_messages(task)
+        messages = task_messages(task, self.loaded)
         prompt = encode_prompt(self.loaded, messages)["input_ids"][0].tolist()
         completions = sample(
             self.loaded, messages, n=rollout.group_size, seed=seed,
@@ -419,7 +419,7 @@ class RLTrainer:
 
         The draw is seeded by step, update and rank, so a resumed run anchors on the same rows.
         """
-        from training.sft import IGNORE_INDEX, collate, encode_task, loss_sum
+        from training.sft import IGNORE_INDEX, collate, encode_task, loss_sum, task_messages
 
         rng = random.Random(step_seed(self.config.training.seed, step, 1000 + chunk, self.rank))
         names = sorted(self.families)
@@ -428,7 +428,9 @@ class RLTrainer:
             if len(examples) == self.config.loss.sft_anchor_rows:
                 break
             task = self.tasks[rng.choice(self.families[rng.choice(names)])]
-            example = encode_task(self.loaded.tokenizer, task, self.reply_format)
+            example = encode_task(
+                self.loaded.tokenizer, task, self.reply_format, task_messages(task, self.loaded)
+            )
             reply = sum(1 for label in example.labels if label != IGNORE_INDEX)
             if reply <= self.config.rollout.max_new_tokens:  # as long as a rollout may be
                 examples.append(example)

@@ -113,7 +113,7 @@ def heldout_record(trainer: RLTrainer, step: int, elapsed: float) -> dict[str, A
     results = []
     for index, task in enumerate(trainer.heldout):
         completions = sample(
-            trainer.loaded, task_messages(task), n=2, seed=index,
+            trainer.loaded, task_messages(task, trainer.loaded), n=2, seed=index,
             max_new_tokens=trainer.config.rollout.max_new_tokens, temperature=0.8, top_p=0.95,
         )  # fmt: skip
         programs = [clean_completion(c.text) for c in completions]

@@ -10,6 +10,8 @@ wall-clock budget, a JSONL metrics log, and a final safetensors model with a tra
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import math
 import random
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genservice.generation.prompts import DOMAINS, build_messages
+from genservice.generation.retrieval import INDEX_DIR, ExampleIndex, request_messages
 from training.sft_config import SFTConfig
 
 if TYPE_CHECKING:
@@ -49,6 +52,7 @@ class Example:
     input_ids: list[int]
     labels: list[int]
     domain: str
+    with_example: bool = False  # the prompt carries a retrieved solved example
 
 
 @dataclass
@@ -84,11 +88,21 @@ def load_tasks(path: str | Path, splits: list[str], domains: list[str] | None) -
     return rows
 
 
-def task_messages(row: dict) -> list[dict[str, Any]]:
-    """The serving prompt of a task row (an edit when it has previous_program + instruction)."""
-    return build_messages(
-        row["domain"], row["prompt"], row.get("previous_program"), row.get("instruction")
-    )
+def task_messages(row: dict, loaded: Any | None = None) -> list[dict[str, Any]]:
+    """The serving prompt of a task row (an edit when it has previous_program + instruction).
+
+    With a loaded model that uses retrieval, the prompt carries its nearest solved example
+    (never the task itself), exactly as serving builds it.
+    """
+    if loaded is None:
+        return build_messages(
+            row["domain"], row["prompt"], row.get("previous_program"), row.get("instruction")
+        )
+    own = (row["id"],) if isinstance(row.get("id"), str) else ()
+    return loaded.messages(
+        row["domain"], row["prompt"], row.get("previous_program"), row.get("instruction"),
+        exclude=own,
+    )  # fmt: skip
 
 
 def reply_format(tokenizer: Any) -> ReplyFormat:
@@ -110,10 +124,15 @@ def reply_format(tokenizer: Any) -> ReplyFormat:
     return ReplyFormat(before=before, end=end)
 
 
-def encode_task(tokenizer: Any, row: dict, fmt: ReplyFormat) -> Example:
-    """Tokenise a task as prompt + reply + end of turn, with labels only on reply and end."""
+def encode_task(
+    tokenizer: Any, row: dict, fmt: ReplyFormat, messages: list[dict[str, Any]] | None = None
+) -> Example:
+    """Tokenise a task as prompt + reply + end of turn, with labels only on reply and end.
+
+    `messages` replaces the task's plain prompt (a retrieval model's prompt, say).
+    """
     prompt = tokenizer.apply_chat_template(
-        task_messages(row), tokenize=False, add_generation_prompt=True
+        messages or task_messages(row), tokenize=False, add_generation_prompt=True
     )
     prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
     reply_ids = tokenizer.encode(fmt.before + row["reference"], add_special_tokens=False)
@@ -286,12 +305,22 @@ def _train_sft(
     if pad_id is None:
         pad_id = tokenizer.eos_token_id
     fmt = reply_format(tokenizer)
-    train, dropped = _encode_all(tokenizer, train_rows, fmt, train_cfg.max_seq_len)
+    solved_index = None
+    plain_share = 0.0
+    if config.retrieval is not None:
+        solved_index = ExampleIndex.from_tasks(
+            train_rows, config.retrieval.per_family, config.retrieval.seed, train_cfg.max_seq_len
+        )
+        plain_share = config.retrieval.plain_share
+        print(f"retrieval: {len(solved_index)} solved train tasks indexed", file=sys.stderr)
+    train, dropped = _encode_all(
+        tokenizer, train_rows, fmt, train_cfg.max_seq_len, solved_index, plain_share
+    )
     if not train:
         raise SetupError(
             f"every training example is longer than training.max_seq_len={train_cfg.max_seq_len}"
         )
-    val, _ = _encode_all(tokenizer, val_rows, fmt, train_cfg.max_seq_len)
+    val, _ = _encode_all(tokenizer, val_rows, fmt, train_cfg.max_seq_len, solved_index, plain_share)
 
     lengths = [len(e.input_ids) for e in train]
     batches_per_epoch = math.ceil(len(train) / train_cfg.batch_size)
@@ -324,7 +353,9 @@ def _train_sft(
     n_params = sum(p.numel() for p in model.parameters())
     print(
         f"SFT: {len(train)} train examples ({dropped} longer than {train_cfg.max_seq_len} "
-        f"tokens dropped), {len(val)} val; {n_params / 1e6:.2f}M parameters; "
+        f"tokens dropped), {len(val)} val; "
+        + (f"{sum(e.with_example for e in train)} with an example; " if solved_index else "")
+        + f"{n_params / 1e6:.2f}M parameters; "
         f"{total_steps} steps of {train_cfg.batch_size}×{train_cfg.grad_accum}"
         + (f"; resuming at step {step} from {checkpoint}" if checkpoint else ""),
         file=sys.stderr,
@@ -345,6 +376,7 @@ def _train_sft(
             step,
             model,
             tokenizer,
+            solved_index,
             {
                 "step": step,
                 "optimizer": optimizer.state_dict(),
@@ -451,7 +483,7 @@ def _train_sft(
     if stop_reason == "interrupted":
         print(f"stopped at step {step}; continue with --resume", file=sys.stderr)
         raise KeyboardInterrupt
-    _save_final(model, tokenizer, output, fmt)
+    _save_final(model, tokenizer, output, fmt, solved_index)
     summary = {
         "command": command if command is not None else shlex.join(sys.argv),
         "config": config.to_dict(),
@@ -465,7 +497,9 @@ def _train_sft(
         "tokens_seen": tokens_seen,
         "final_train_loss": last_loss,
         "final_val_loss": val_loss,
-        "data": _data_summary(config, val_source, train, val, dropped),
+        "data": _data_summary(
+            config, val_source, train, val, dropped, len(solved_index) if solved_index else 0
+        ),
         "model": {
             "architecture": type(model).__name__,
             "parameters": n_params,
@@ -486,12 +520,63 @@ def _train_sft(
 
 
 def _encode_all(
-    tokenizer: Any, rows: list[dict], fmt: ReplyFormat, max_len: int
+    tokenizer: Any,
+    rows: list[dict],
+    fmt: ReplyFormat,
+    max_len: int,
+    index: ExampleIndex | None = None,
+    plain_share: float = 0.0,
 ) -> tuple[list[Example], int]:
-    """Examples no longer than max_len, and how many were dropped for being longer."""
-    encoded = [encode_task(tokenizer, row, fmt) for row in rows]
+    """Examples no longer than max_len, and how many were dropped for being longer.
+
+    With an index, each row's prompt carries its nearest solved example (never itself), as
+    serving builds it, except a `plain_share` of rows (a hash of the id picks them) and rows
+    whose example does not fit; a row too long with its example falls back to the plain prompt.
+    """
+    prompts = _retrieval_prompts(tokenizer, rows, index, plain_share)
+    encoded = []
+    for row, messages in zip(rows, prompts, strict=True):
+        example = encode_task(tokenizer, row, fmt, messages)
+        if messages is not None and len(example.input_ids) > max_len:
+            example = encode_task(tokenizer, row, fmt)
+        else:
+            example.with_example = messages is not None
+        encoded.append(example)
     kept = [e for e in encoded if len(e.input_ids) <= max_len]
     return kept, len(encoded) - len(kept)
+
+
+def _retrieval_prompts(
+    tokenizer: Any, rows: list[dict], index: ExampleIndex | None, plain_share: float
+) -> list[list[dict[str, Any]] | None]:
+    """Each row's prompt with its retrieved example (None: the plain prompt)."""
+    if index is None:
+        return [None] * len(rows)
+    wanted = [
+        row.get("previous_program") is None and _unit_hash(str(row.get("id", i))) >= plain_share
+        for i, row in enumerate(rows)
+    ]
+    queries = [
+        (row["domain"], row["prompt"], (row["id"],) if isinstance(row.get("id"), str) else ())
+        for row, want in zip(rows, wanted, strict=True)
+        if want
+    ]
+    nearest = iter(index.nearest_many(queries))
+    prompts: list[list[dict[str, Any]] | None] = []
+    for row, want in zip(rows, wanted, strict=True):
+        example = next(nearest) if want else None
+        if example is None:
+            prompts.append(None)
+            continue
+        prompts.append(
+            request_messages(tokenizer, index, row["domain"], row["prompt"], example=example)
+        )
+    return prompts
+
+
+def _unit_hash(text: str) -> float:
+    """A stable number in [0, 1) for a string (which rows go without an example)."""
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) / 2**32
 
 
 def _optimizer(model: Any, config: SFTConfig) -> Any:
@@ -512,7 +597,12 @@ def _optimizer(model: Any, config: SFTConfig) -> Any:
 
 
 def _data_summary(
-    config: SFTConfig, val_source: str, train: list[Example], val: list[Example], dropped: int
+    config: SFTConfig,
+    val_source: str,
+    train: list[Example],
+    val: list[Example],
+    dropped: int,
+    indexed: int,
 ) -> dict[str, Any]:
     return {
         "train_file": config.data.train,
@@ -523,6 +613,12 @@ def _data_summary(
         "train_tokens": sum(len(e.input_ids) for e in train),
         "reply_tokens": sum(sum(1 for t in e.labels if t != IGNORE_INDEX) for e in train),
         "by_domain": dict(sorted(Counter(e.domain for e in train).items())),
+        "with_retrieved_example": sum(e.with_example for e in train),
+        "retrieval": (
+            None
+            if config.retrieval is None
+            else {**dataclasses.asdict(config.retrieval), "indexed": indexed}
+        ),
     }
 
 
@@ -629,7 +725,13 @@ def _ensure_chat_format(tokenizer: Any, model: Any) -> None:
 
 
 def _save_checkpoint(
-    folder: Path, step: int, model: Any, tokenizer: Any, state: dict, keep: int
+    folder: Path,
+    step: int,
+    model: Any,
+    tokenizer: Any,
+    examples: ExampleIndex | None,
+    state: dict,
+    keep: int,
 ) -> Path:
     import torch
 
@@ -639,6 +741,8 @@ def _save_checkpoint(
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(str(partial))
     tokenizer.save_pretrained(str(partial))
+    if examples is not None:  # a checkpoint is a usable model, so it carries the index
+        examples.save(partial)
     torch.save(state, partial / STATE_FILE)
     shutil.rmtree(final, ignore_errors=True)
     partial.rename(final)
@@ -648,7 +752,9 @@ def _save_checkpoint(
     return final
 
 
-def _save_final(model: Any, tokenizer: Any, output: Path, fmt: ReplyFormat) -> None:
+def _save_final(
+    model: Any, tokenizer: Any, output: Path, fmt: ReplyFormat, index: ExampleIndex | None
+) -> None:
     from transformers import GenerationConfig
 
     end_ids = tokenizer.encode(fmt.end, add_special_tokens=False)
@@ -665,6 +771,10 @@ def _save_final(model: Any, tokenizer: Any, output: Path, fmt: ReplyFormat) -> N
     model.config.pad_token_id = pad
     model.save_pretrained(str(output))
     tokenizer.save_pretrained(str(output))
+    # The index belongs to these weights: a model trained without one must not keep an old one.
+    shutil.rmtree(output / INDEX_DIR, ignore_errors=True)
+    if index is not None:
+        index.save(output)
 
 
 def _log(path: Path, record: dict) -> None:

@@ -214,6 +214,24 @@ class TrainingConfig:
 
 
 @dataclass
+class RetrievalConfig:
+    """Train with retrieved examples: an index of solved train tasks saved with the model."""
+
+    per_family: int = 200  # indexed tasks per family (a seeded draw of the train rows)
+    plain_share: float = 0.1  # rows trained without an example, so the model copes with none
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _positive_int("retrieval", "per_family", self.per_family)
+        if isinstance(self.plain_share, bool) or not isinstance(self.plain_share, int | float):
+            raise ValueError("retrieval.plain_share must be a number in [0, 1)")
+        if not 0 <= self.plain_share < 1:
+            raise ValueError("retrieval.plain_share must be in [0, 1)")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ValueError("retrieval.seed must be an integer")
+
+
+@dataclass
 class SFTConfig:
     """A whole SFT run: data, model, training and where results go."""
 
@@ -222,8 +240,13 @@ class SFTConfig:
     training: TrainingConfig = field(default_factory=TrainingConfig)
     output_dir: str = "genservice/models/tiny"
     checkpoint_dir: str | None = None  # None: <output_dir>/checkpoints
+    retrieval: RetrievalConfig | None = None  # None: prompts without retrieved examples
 
     def __post_init__(self) -> None:
+        if isinstance(self.retrieval, dict):
+            self.retrieval = _build(RetrievalConfig, self.retrieval, "retrieval")
+        elif self.retrieval is not None and not isinstance(self.retrieval, RetrievalConfig):
+            raise ValueError("retrieval must be a mapping (per_family, plain_share, seed) or null")
         if isinstance(self.data, dict):
             self.data = _build(DataConfig, self.data, "data")
         if isinstance(self.model, dict):

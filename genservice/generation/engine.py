@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from genservice.generation.loader import LoadedModel
-from genservice.generation.prompts import DOMAINS, build_messages, clean_completion
+from genservice.generation.prompts import DOMAINS, clean_completion
 from genservice.generation.rerank import rerank
 from genservice.generation.sampler import SamplingSettings, sample
 from validators.report import Report
@@ -140,7 +140,7 @@ def sample_programs(
     loaded.check_images(len(request.images))
     notify = progress or (lambda *event: None)
     settings = request.sampling()
-    messages = build_messages(
+    messages = loaded.messages(
         request.domain,
         request.prompt,
         previous_program=request.previous_program,

@@ -82,6 +82,30 @@ class LoadedModel:
         """sha256 identifying the weights (see weights_sha256())."""
         return weights_sha256(self.path)
 
+    @cached_property
+    def retrieval(self) -> Any:
+        """The model's solved-example index (an ExampleIndex), or None when it has none."""
+        from genservice.generation.retrieval import ExampleIndex
+
+        return ExampleIndex.load(self.path)
+
+    def messages(
+        self,
+        domain: str,
+        prompt: str,
+        previous_program: str | None = None,
+        instruction: str | None = None,
+        images: int = 0,
+        exclude: tuple[str, ...] = (),
+    ) -> list[dict[str, Any]]:
+        """Chat messages for a request to this model (with a retrieved example if it uses one)."""
+        from genservice.generation.retrieval import request_messages
+
+        return request_messages(
+            self.tokenizer, self.retrieval, domain, prompt, previous_program, instruction,
+            images, exclude,
+        )  # fmt: skip
+
     def check_images(self, count: int) -> None:
         """Raise ValueError when images are given to a text-only model."""
         if count and not self.accepts_images:

@@ -1,8 +1,9 @@
 """The prompt format shared by training (SFT, RL) and serving: chat messages per domain.
 
 Every model sees the same messages: a system message per domain saying what to write, then the
-request; for an edit, the previous program and the instruction. The assistant's reply is the
-program alone (no prose, no code fences), which is what validators run.
+request; for an edit, the previous program and the instruction. A model trained with retrieval
+also sees a solved example (a similar request and its program) before the request. The
+assistant's reply is the program alone (no prose, no code fences), which is what validators run.
 """
 
 from __future__ import annotations
@@ -27,13 +28,24 @@ def build_messages(
     previous_program: str | None = None,
     instruction: str | None = None,
     images: int = 0,
+    example: tuple[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Chat messages for a request (with `images` image placeholders for a VLM)."""
+    """Chat messages for a request (with `images` image placeholders for a VLM).
+
+    `example` is a solved (request, program) pair shown before the request (see retrieval.py).
+    """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
     if (previous_program is None) != (instruction is None):
         raise ValueError("an edit needs both the previous program and an instruction")
     text = prompt.strip()
+    if example is not None:
+        if previous_program is not None:
+            raise ValueError("an edit carries its own program; it takes no example")
+        text = (
+            f"Example request: {example[0].strip()}\nExample program:\n"
+            f"{example[1].strip()}\n\nRequest: {text}"
+        )
     if previous_program is not None:
         text = (
             f"{text}\n\nCurrent program:\n{previous_program.strip()}\n\n"

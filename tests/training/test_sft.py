@@ -6,6 +6,7 @@ import json
 import random
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +233,50 @@ def test_time_budget_stops_cleanly_and_saves(data: Path, tmp_path: Path) -> None
     assert (tmp_path / "budget" / "checkpoints" / "step-0000001").is_dir()
 
 
+def test_retrieval_run_trains_on_examples_and_ships_its_index(data: Path, tmp_path: Path) -> None:
+    from genservice.generation.loader import load_model
+    from genservice.generation.retrieval import ExampleIndex
+
+    raw = micro_config(data, tmp_path / "rag", max_steps=10, save_every=5)
+    raw["retrieval"] = {"per_family": 5, "plain_share": 0.25, "seed": 0}
+    train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+    out = tmp_path / "rag"
+    summary = json.loads((out / SUMMARY_FILE).read_text())["data"]
+    assert summary["retrieval"]["indexed"] == 10  # 5 per family, two families
+    # Most rows carry an example; the plain share (a hash of the id) and nothing else does not.
+    assert 0.5 * summary["train_examples"] < summary["with_retrieved_example"]
+    assert summary["with_retrieved_example"] < summary["train_examples"]
+    index = ExampleIndex.load(out)
+    assert index is not None and index.max_seq_len == 512
+    assert ExampleIndex.load(out / "checkpoints" / "step-0000005") is not None
+    # The saved model builds its prompts with the example, as training did.
+    loaded = load_model(out)
+    messages = loaded.messages("cad", "A plate 90 x 60 mm, 4 mm thick — Ø5 hole.")
+    assert messages[1]["content"].startswith("Example request: A plate")
+    # Training again without retrieval into the same folder leaves no stale index behind.
+    plain = micro_config(data, out, max_steps=2, save_every=0)
+    plain["checkpoint_dir"] = str(tmp_path / "plain-checkpoints")
+    train_sft(SFTConfig.from_dict(plain), command="pytest", show_progress=False)
+    assert ExampleIndex.load(out) is None
+
+
+def test_retrieval_prompt_of_a_row_never_shows_the_row_itself(data: Path) -> None:
+    from genservice.generation.retrieval import ExampleIndex
+    from training.sft import _retrieval_prompts
+
+    rows = [r for r in synthetic_rows() if r["split"] == "train"]
+    tok = train_tokenizer(iter_rows_texts(rows), 400)
+    index = ExampleIndex.from_tasks(rows, per_family=50, seed=0)
+    prompts = _retrieval_prompts(tok, rows, index, plain_share=0.0)
+    assert all(p is not None for p in prompts)
+    references = Counter(r["reference"] for r in rows)
+    for row, messages in zip(rows, prompts, strict=True):
+        assert messages is not None
+        shown = messages[1]["content"].split("\n\nRequest: ")[0]
+        if references[row["reference"]] == 1:  # (a twin task may rightly be shown)
+            assert row["reference"].strip() not in shown
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -246,6 +291,10 @@ def test_time_budget_stops_cleanly_and_saves(data: Path, tmp_path: Path) -> None
         (lambda c: c["data"].update(val=None, train_splits=["val"]), "overlap"),
         (lambda c: c.update(trainer="sft"), "unknown keys"),
         (lambda c: c["training"].update(lrate=1), "allowed"),
+        (lambda c: c.update(retrieval={"per_family": 0}), "retrieval.per_family"),
+        (lambda c: c.update(retrieval={"plain_share": 1.5}), "retrieval.plain_share"),
+        (lambda c: c.update(retrieval={"k": 2}), "allowed"),
+        (lambda c: c.update(retrieval=True), "retrieval must be a mapping"),
     ],
 )
 def test_bad_configs_say_what_to_fix(change: Any, message: str, tmp_path: Path) -> None:
