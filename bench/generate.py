@@ -157,7 +157,6 @@ def main() -> None:
     from exporters.samples import sample_source
     from genservice.generation.engine import GenerationRequest, generate
     from genservice.generation.loader import load_model
-    from genservice.generation.prompts import build_messages
     from validators.sandbox import Limits, SandboxPool
 
     hf_logging.disable_progress_bar()
@@ -169,8 +168,8 @@ def main() -> None:
         console.print(f"model: {label}")
         loaded = load_model(folder, device=args.device)
         prompts = {
-            "new_part": build_messages("cad", PROMPT),
-            "edit": build_messages(
+            "new_part": loaded.messages("cad", PROMPT),  # with its retrieved example, if any
+            "edit": loaded.messages(
                 "cad",
                 "A table with four legs.",
                 previous_program=sample_source("table_scene"),

@@ -99,6 +99,21 @@ def _rl_lines(number: int, stage: dict[str, Any]) -> list[str]:
     ]
 
 
+def _retrieval_lines(data: dict[str, Any]) -> list[str]:
+    """How the model uses retrieved examples, when it was trained with them."""
+    retrieval = data.get("retrieval")
+    if not retrieval:
+        return []
+    return [
+        f"- retrieval: each request is shown with the nearest of {retrieval['indexed']:,} solved "
+        f"train tasks (up to {retrieval['per_family']} a family; TF-IDF over the request's words, "
+        "same domain, shipped in `retrieval/` beside the weights) and that task's program; "
+        f"{data['with_retrieved_example']:,} of the {data['train_examples']:,} training prompts "
+        f"had one ({retrieval['plain_share']:.0%} were left without on purpose, and an example "
+        "is left out when the prompt with it and a reply as long as its program would not fit)"
+    ]
+
+
 def _commands(summary: dict[str, Any]) -> list[str]:
     lines = []
     for stage in _stages(summary):
@@ -145,6 +160,7 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
         f"{data['train_examples']} examples ({json.dumps(data.get('by_domain'))}), "
         f"{data['train_tokens']:,} tokens of which {data['reply_tokens']:,} are replies (the "
         "loss is on replies only)",
+        *_retrieval_lines(data),
         f"- validation: {data['val_examples']} rows of the val split",
         "- test and out-of-distribution tasks are never trained on: a task's split is a hash of "
         "its family and parameters, and four families are held out entirely",

@@ -109,7 +109,7 @@ class ExampleIndex:
     def nearest(
         self, domain: str, prompt: str, exclude: Iterable[str] = ()
     ) -> SolvedExample | None:
-        """The example of `domain` whose request is most like `prompt` (None if there is none)."""
+        """The example of `domain` whose request is most like `prompt` (None: none shares a word)."""
         return self.nearest_many([(domain, prompt, tuple(exclude))])[0]
 
     def nearest_many(
@@ -130,7 +130,9 @@ class ExampleIndex:
                     if excluded in self._position:
                         row[self._position[excluded]] = -np.inf
                 best = int(np.argmax(row))  # the first of equals: deterministic
-                found.append(self.examples[best] if np.isfinite(row[best]) else None)
+                # No word in common (or no example of the domain): better no example than a
+                # random one.
+                found.append(self.examples[best] if row[best] > 0 else None)
         return found
 
     def save(self, model_dir: Path | str) -> Path:

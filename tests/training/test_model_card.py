@@ -42,3 +42,16 @@ def test_a_fine_tuned_model_card_lists_both_stages(tmp_path: Path) -> None:
     assert "in all: 87.0 minutes" in card
     assert card.index("a.yaml") < card.index("--edits 0.5") < card.index("b.yaml")
     assert "taught it to edit" in card
+
+
+def test_a_retrieval_model_card_says_how_examples_reach_the_prompt(tmp_path: Path) -> None:
+    summary = _summary("genservice train sft --config a.yaml", 47.0, None)
+    summary["data"]["with_retrieved_example"] = 9
+    summary["data"]["retrieval"] = {"per_family": 200, "plain_share": 0.1, "seed": 0, "indexed": 55}
+    (tmp_path / "training_summary.json").write_text(json.dumps(summary))
+    card = write_model_card(tmp_path, []).read_text()
+    assert "nearest of 55 solved train tasks" in card
+    assert "9 of the 10 training prompts" in card
+    plain = _summary("genservice train sft --config a.yaml", 47.0, None)
+    (tmp_path / "training_summary.json").write_text(json.dumps(plain))
+    assert "solved train tasks" not in write_model_card(tmp_path, []).read_text()

@@ -57,6 +57,7 @@ def test_a_task_never_retrieves_itself_and_other_domains_never_match() -> None:
     assert other is not None and other.id != indexed.id
     only_cad = ExampleIndex([e for e in index.examples if e.domain == "cad"])
     assert only_cad.nearest("code", "Write a function that reverses a string") is None
+    assert index.nearest("cad", "zzz qqq") is None  # nothing in common: no example at all
 
 
 def test_index_saves_beside_the_model_and_loads_identically(tmp_path: Path) -> None:
