@@ -109,7 +109,7 @@ class ExampleIndex:
     def nearest(
         self, domain: str, prompt: str, exclude: Iterable[str] = ()
     ) -> SolvedExample | None:
-        """The example of `domain` whose request is most like `prompt` (None: none shares a word)."""
+        """The example of `domain` whose request is most like `prompt` (None: no word shared)."""
         return self.nearest_many([(domain, prompt, tuple(exclude))])[0]
 
     def nearest_many(
