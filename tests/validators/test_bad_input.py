@@ -26,10 +26,14 @@ def guarded(pool: SandboxPool) -> Iterator[SandboxPool]:
     yield pool
     left = host_files() - before
     assert not left, f"the program left files on the host: {left}"
+    # A worker forks its next spare right after replying, and the child counts until it has
+    # renamed itself: judge on one sample that is clean, not on a fresh one taken after it.
     deadline = time.monotonic() + 5
-    while any(c > 1 for c in sandbox_process_counts(pool)) and time.monotonic() < deadline:
+    counts = sandbox_process_counts(pool)
+    while any(c > 1 for c in counts) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert all(c == 1 for c in sandbox_process_counts(pool)), "processes outlived the run"
+        counts = sandbox_process_counts(pool)
+    assert all(c == 1 for c in counts), f"processes outlived the run: {counts}"
     report = validate_cad(GOOD, pool)
     assert report.valid, f"the validator stopped serving: {report.error}"
 
