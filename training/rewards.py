@@ -167,7 +167,7 @@ class TaskRewards:
         strict = domain in self.shaping.strict
         return shaped_reward(
             report, weights, self.shaping.pass_fail, strict, INVALID_REWARD,
-            self.shaping.near_miss,
+            self.shaping.near_miss_for(domain),
         )  # fmt: skip
 
     def submit(self, executor: Executor, task: dict[str, Any], program: str, **kw: Any) -> Future:

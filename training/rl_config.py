@@ -150,14 +150,24 @@ class RewardShaping:
     strict: list[str] = field(default_factory=list)
     # In a strict domain, the fraction of its composite reward a sound program that missed a
     # required check keeps (0: the floor, like a program that does not run). A little credit
-    # keeps "it builds" worth more than "it crashes" while success still dominates.
-    near_miss: float = 0.0
+    # keeps "it builds" worth more than "it crashes" while success still dominates. One number
+    # for every strict domain, or per domain ({cad: 0.15}; a domain left out gets 0): CAD and
+    # scenes answered differently to the same value.
+    near_miss: float | dict[str, float] = 0.0
 
     def __post_init__(self) -> None:
         from validators.reward import load_weights
 
-        _fraction("reward", "near_miss", self.near_miss)
         known = load_weights()["domains"]
+        if isinstance(self.near_miss, dict):
+            for domain, share in self.near_miss.items():
+                if domain not in known:
+                    raise ValueError(
+                        f"reward.near_miss: unknown domain {domain!r}; known: {list(known)}"
+                    )
+                _fraction("reward.near_miss", str(domain), share)
+        else:
+            _fraction("reward", "near_miss", self.near_miss)
         if not isinstance(self.weights, dict):
             raise ValueError("reward.weights must map a domain to {check: weight}")
         for domain, table in self.weights.items():
@@ -188,6 +198,12 @@ class RewardShaping:
         from validators.reward import load_weights
 
         return {**load_weights()["domains"][domain], **self.weights.get(domain, {})}
+
+    def near_miss_for(self, domain: str) -> float:
+        """The near-miss share of the domain (0 where a per-domain table leaves it out)."""
+        if isinstance(self.near_miss, dict):
+            return float(self.near_miss.get(domain, 0.0))
+        return float(self.near_miss)
 
 
 @dataclass

@@ -226,6 +226,24 @@ def test_near_miss_ranks_a_sound_miss_between_a_crash_and_a_success():
     assert rewards == pytest.approx([0.0, 0.25 * (1 + 3 * 0.97) / 4, 1.0])
 
 
+def test_near_miss_can_be_set_per_domain():
+    table = RLConfig.from_dict({**BASE, "reward": {"near_miss": {"cad": 0.15}}})
+    assert table.reward.near_miss_for("cad") == 0.15 and table.reward.near_miss_for("scene") == 0
+    again = RLConfig.from_dict(table.to_dict())
+    assert again.reward.near_miss == {"cad": 0.15}
+    one = RLConfig.from_dict({**BASE, "reward": {"near_miss": 0.2}})
+    assert one.reward.near_miss_for("cad") == one.reward.near_miss_for("scene") == 0.2
+
+    from training.rewards import TaskRewards
+
+    strict = {"strict": ["cad", "scene"], "near_miss": {"cad": 0.5}}
+    shaping = RLConfig.from_dict({**BASE, "reward": strict}).reward
+    rewards = TaskRewards(None, None, shaping=shaping)  # type: ignore[arg-type]
+    miss = Report.build(False, 0.9, {"executes": Check(1.0, True), "spec": Check(0.5, False)})
+    assert rewards.reward({"domain": "cad"}, miss) > 0.0
+    assert rewards.reward({"domain": "scene"}, miss) == 0.0
+
+
 def test_reward_section_overrides_one_domains_weights():
     config = RLConfig.from_dict(
         {**BASE, "reward": {"weights": {"cad": {"spec": 5.0}}, "pass_fail": ["spec"]}}
@@ -264,6 +282,8 @@ BASE = {"data": {"tasks": "tasks.jsonl"}}
         ({"reward": {"strict": ["cads"]}}, "reward.strict"),
         ({"curriculum": {"learnability": -1}}, "curriculum.learnability"),
         ({"reward": {"near_miss": 1.5}}, "reward.near_miss"),
+        ({"reward": {"near_miss": {"cam": 0.1}}}, "reward.near_miss: unknown domain 'cam'"),
+        ({"reward": {"near_miss": {"cad": 2}}}, r"reward.near_miss.cad must be a number"),
         ({"loss": {"sft_anchor": -0.1}}, "loss.sft_anchor"),
         ({"loss": {"sft_anchor_rows": 0}}, "loss.sft_anchor_rows"),
     ],
