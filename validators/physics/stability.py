@@ -21,6 +21,7 @@ Score: 1 when stable; otherwise below 0.5, falling with how far past the limits 
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
@@ -44,6 +45,18 @@ REST_MM_S = 1.0
 REST_RAD_S = 0.02
 REACH_FRACTION = 0.1  # parts within this fraction of a part's size may touch it in the test
 SIM_SIZE_MM = 100.0  # the simulated scene's largest extent
+
+logger = logging.getLogger(__name__)
+
+
+def _log_mujoco_warning(message: str) -> None:
+    """Send MuJoCo's warnings to the log; its default handler writes MUJOCO_LOG.TXT to the cwd."""
+    logger.debug("MuJoCo: %s", message)
+
+
+# An unstable candidate is a finding, counted in MjData.warning and judged by _simulate; without
+# this, every `genservice generate` that met one would leave a log file in the user's folder.
+mujoco.set_mju_user_warning(_log_mujoco_warning)
 
 
 @never_raises

@@ -120,3 +120,24 @@ def test_a_scene_of_many_parts_is_checked_in_bounded_time() -> None:
     check = stability(grid)
     assert time.perf_counter() - started < 15
     assert check.passed and len(check.detail["pieces"]) == 150
+
+
+def test_an_unstable_simulation_leaves_no_log_file_in_the_working_directory(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    import logging
+
+    import mujoco
+
+    import validators.physics.stability  # noqa: F401  (installs the warning handler)
+
+    monkeypatch.chdir(tmp_path)
+    xml = '<mujoco><worldbody><body><freejoint/><geom size="1"/></body></worldbody></mujoco>'
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    data.qvel[0] = float("nan")
+    with caplog.at_level(logging.DEBUG, logger="validators.physics.stability"):
+        mujoco.mj_step(model, data)
+    assert data.warning[mujoco.mjtWarning.mjWARN_BADQVEL].number == 1  # still counted
+    assert "unstable" in caplog.text
+    assert list(tmp_path.iterdir()) == []
