@@ -123,11 +123,31 @@ def _largest_parameter(page: Any) -> tuple[str, float]:
     return best
 
 
+SEED = 0
+
+
+def _with_seed(seed: int) -> Any:
+    """A route handler that adds `seed` to the generation request the page posts."""
+
+    def handle(route: Any) -> None:
+        request = route.request
+        if request.method != "POST":
+            route.continue_()
+            return
+        body = {**json.loads(request.post_data or "{}"), "seed": seed}
+        route.continue_(post_data=json.dumps(body))
+
+    return handle
+
+
 def test_a_newcomer_goes_from_a_sentence_to_a_step_file_and_back(
     page: tuple[Any, list[str]], editor: Service, tmp_path: Path
 ) -> None:
     browser_page, errors = page
     p = browser_page
+    # The editor draws a fresh seed per request; pin it so the journey is the same every run
+    # (the request the page built is otherwise sent untouched).
+    p.route("**/v1/generations", _with_seed(SEED))
     p.goto(editor.url)
     p.get_by_label("Prompt").fill(FLANGE)
     p.get_by_role("spinbutton", name="Candidates").fill("4")
