@@ -27,6 +27,11 @@ def _fraction(section: str, name: str, value: Any, low: float = 0.0, high: float
         raise ValueError(f"{section}.{name} must be a number in [{low}, {high}], got {value!r}")
 
 
+def _known_domain(section: str, domain: Any, known: dict[str, Any]) -> None:
+    if domain not in known:
+        raise ValueError(f"{section}: unknown domain {domain!r}; known: {list(known)}")
+
+
 def _flag(section: str, name: str, value: Any) -> None:
     if not isinstance(value, bool):
         raise ValueError(f"{section}.{name} must be true or false, got {value!r}")
@@ -161,18 +166,14 @@ class RewardShaping:
         known = load_weights()["domains"]
         if isinstance(self.near_miss, dict):
             for domain, share in self.near_miss.items():
-                if domain not in known:
-                    raise ValueError(
-                        f"reward.near_miss: unknown domain {domain!r}; known: {list(known)}"
-                    )
+                _known_domain("reward.near_miss", domain, known)
                 _fraction("reward.near_miss", str(domain), share)
         else:
             _fraction("reward", "near_miss", self.near_miss)
         if not isinstance(self.weights, dict):
             raise ValueError("reward.weights must map a domain to {check: weight}")
         for domain, table in self.weights.items():
-            if domain not in known:
-                raise ValueError(f"reward.weights: unknown domain {domain!r}; known: {list(known)}")
+            _known_domain("reward.weights", domain, known)
             if not isinstance(table, dict) or not table:
                 raise ValueError(f"reward.weights.{domain} must map check names to weights")
             for name, weight in table.items():
