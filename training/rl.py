@@ -23,6 +23,7 @@ the final model in output_dir (a model directory `genservice run/generate/eval -
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -31,6 +32,7 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,12 +122,8 @@ class RLTrainer:
                 f"multiple of the number of processes ({self.world})"
             )
         self.per_rank = config.rollout.prompts_per_step // self.world
-        stage = json.loads(Path(config.deepspeed).read_text()).get("zero_optimization", {})
-        if stage.get("stage", 0) >= 3:
-            raise ValueError(
-                f"{config.deepspeed}: ZeRO stage 3 is not supported by `train rl` yet (sampling "
-                "from sharded weights stalls across ranks); use ZeRO-2 (zero2.json)"
-            )
+        zero = json.loads(Path(config.deepspeed).read_text()).get("zero_optimization", {})
+        self.zero_stage = int(zero.get("stage", 0))
         latest = self.checkpoints / "latest"
         if resume and not latest.is_file():
             raise ValueError(f"nothing to resume: no checkpoint in {self.checkpoints}")
@@ -490,7 +488,8 @@ class RLTrainer:
                 step += 1
                 self._set_lr(step)
                 step_started = time.monotonic()
-                groups, extra = self._rollout(step, threads)
+                with self._whole_model():
+                    groups, extra = self._rollout(step, threads)
                 update_started = time.monotonic()
                 stats = self._update(groups, step)
                 extra["timing"]["update_s"] = time.monotonic() - update_started
@@ -546,14 +545,50 @@ class RLTrainer:
     def _heldout(self, step: int, elapsed: float) -> None:
         import torch.distributed as dist
 
-        if self.rank == 0 and self.heldout:
-            from training.rl_monitor import heldout_record
+        with self._whole_model():
+            if self.rank == 0 and self.heldout:
+                from training.rl_monitor import heldout_record
 
-            self.engine.module.eval()
-            record = heldout_record(self, step, elapsed)
-            self.engine.module.train()
-            self.monitor.heldout(record)
-        dist.barrier()
+                self.engine.module.eval()
+                record = heldout_record(self, step, elapsed)
+                self.engine.module.train()
+                self.monitor.heldout(record)
+            dist.barrier()
+
+    @contextlib.contextmanager
+    def _whole_model(self) -> Iterator[None]:
+        """Under ZeRO-3, every rank holds the whole model inside this block (else a no-op).
+
+        Sampling runs one forward per token, and replies end at different lengths on each rank:
+        with the weights sharded, every forward gathers them collectively, so a rank that had
+        finished would leave the others waiting. Gathering them once and lifting ZeRO's
+        per-module hooks makes sampling local; the hooks come back for the update.
+        """
+        if self.zero_stage < 3:
+            yield
+            return
+        import deepspeed
+
+        offload = self.engine.optimizer.parameter_offload
+        module = self.engine.module
+        # The root's start-of-forward hook checks that all ranks are at the same step (a
+        # collective), so it is lifted too and put back first, as ZeRO registered it.
+        root_hooks = module._forward_pre_hooks
+        order = list(root_hooks)
+        start_of_forward = root_hooks.pop(offload.fwd_pre_hook.id)
+        with deepspeed.zero.GatheredParameters(list(module.parameters())):
+            for param in module.parameters():
+                param.ds_active_sub_modules.clear()
+            for hook in offload.forward_hooks + offload.backward_hooks:
+                hook.remove()
+            offload.forward_hooks, offload.backward_hooks = [], []
+            try:
+                yield
+            finally:
+                offload._register_deepspeed_module(module)
+                root_hooks[offload.fwd_pre_hook.id] = start_of_forward
+                for key in [key for key in root_hooks if key not in order]:
+                    root_hooks.move_to_end(key)  # the re-registered hooks after the kept ones
 
     # ---------------------------------------------------------- checkpoints
     def _restore(self) -> tuple[int, float]:
@@ -589,16 +624,20 @@ class RLTrainer:
                 shutil.rmtree(old, ignore_errors=True)
 
     def _save_final(self, step: int, elapsed: float) -> Path:
-        output = Path(self.config.output_dir)
-        if self.rank == 0:  # ZeRO 0-2: every rank holds the whole model
-            from training.rl_monitor import run_summary
+        import torch.distributed as dist
 
-            output.mkdir(parents=True, exist_ok=True)
-            self.engine.module.save_pretrained(str(output))
-            self.loaded.tokenizer.save_pretrained(str(output))
-            summary = run_summary(self, step, elapsed)
-            text = json.dumps(summary, indent=2) + "\n"
-            (output / "training_summary.json").write_text(text)
+        output = Path(self.config.output_dir)
+        with self._whole_model():  # ZeRO 0-2: every rank holds the whole model anyway
+            if self.rank == 0:
+                from training.rl_monitor import run_summary
+
+                output.mkdir(parents=True, exist_ok=True)
+                self.engine.module.save_pretrained(str(output))
+                self.loaded.tokenizer.save_pretrained(str(output))
+                summary = run_summary(self, step, elapsed)
+                text = json.dumps(summary, indent=2) + "\n"
+                (output / "training_summary.json").write_text(text)
+            dist.barrier()
         return output
 
     def _write_run_file(self) -> None:

@@ -146,10 +146,11 @@ def test_resume_after_kill_matches_an_uninterrupted_run(tasks: Path, tmp_path: P
 
 
 @pytest.mark.timeout(600)
-def test_deepspeed_launcher_runs_two_processes_with_zero2(tasks: Path, tmp_path: Path):
+@pytest.mark.parametrize("zero", ["zero2_cpu.json", "zero3_cpu.json"])
+def test_deepspeed_launcher_runs_two_processes(tasks: Path, tmp_path: Path, zero: str):
     config = _config(tasks, tmp_path, max_steps=2, updates_per_rollout=1, heldout_every=2)
     raw = yaml.safe_load(config.read_text())
-    raw["deepspeed"] = str(REPO / "training/configs/deepspeed/zero2_cpu.json")
+    raw["deepspeed"] = str(REPO / "training/configs/deepspeed" / zero)
     config.write_text(yaml.safe_dump(raw))
     env = {**os.environ, "DS_ACCELERATOR": "cpu"}
     launched = subprocess.run(
@@ -219,15 +220,13 @@ def test_rewards_are_the_tasks_own_validators(tasks: Path):
         ({"loss": {"type": "ppo"}}, "loss.type"),
         ({"data": {"tasks": "/nonexistent/tasks.jsonl"}}, "no such file"),
         ({"model": {"from": "/nonexistent"}}, "not a model directory"),
-        ({"deepspeed": "ZERO3"}, "ZeRO stage 3 is not supported"),
     ],
 )
 def test_bad_configs_exit_2_with_a_message(tasks: Path, tmp_path: Path, patch, message):
     path = _config(tasks, tmp_path)
     raw = yaml.safe_load(path.read_text())
     for key, value in patch.items():
-        raw[key] = str(tmp_path / "zero3.json") if value == "ZERO3" else {**raw[key], **value}
-    (tmp_path / "zero3.json").write_text(json.dumps({"zero_optimization": {"stage": 3}}))
+        raw[key] = {**raw[key], **value}
     path.write_text(yaml.safe_dump(raw))
     result = _train("--config", str(path), timeout=120)
     assert result.returncode == 2 and message in result.stderr
