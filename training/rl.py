@@ -122,8 +122,6 @@ class RLTrainer:
                 f"multiple of the number of processes ({self.world})"
             )
         self.per_rank = config.rollout.prompts_per_step // self.world
-        zero = json.loads(Path(config.deepspeed).read_text()).get("zero_optimization", {})
-        self.zero_stage = int(zero.get("stage", 0))
         latest = self.checkpoints / "latest"
         if resume and not latest.is_file():
             raise ValueError(f"nothing to resume: no checkpoint in {self.checkpoints}")
@@ -564,7 +562,7 @@ class RLTrainer:
         finished would leave the others waiting. Gathering them once and lifting ZeRO's
         per-module hooks makes sampling local; the hooks come back for the update.
         """
-        if self.zero_stage < 3:
+        if self.engine.zero_optimization_stage() < 3:
             yield
             return
         import deepspeed
