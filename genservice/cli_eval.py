@@ -83,6 +83,7 @@ def eval_command(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    from genservice.generation.entry_point import EntryPoint
     from genservice.generation.loader import ModelNotFoundError, default_model_dir, load_model
     from genservice.generation.prompts import clean_completion
     from genservice.generation.sampler import sample
@@ -108,6 +109,11 @@ def eval_command(args: argparse.Namespace) -> int:
             max_new_tokens=args.max_new_tokens,
             temperature=args.temperature,
             top_p=args.top_p,
+            entry_point=(
+                EntryPoint.from_request(task["prompt"], task["entry_point"])
+                if task["domain"] == "code"
+                else None
+            ),
         )
         return [clean_completion(c.text) for c in completions]
 

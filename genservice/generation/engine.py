@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from genservice.generation.entry_point import EntryPoint, check_entry_point
 from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, clean_completion
 from genservice.generation.rerank import rerank
@@ -48,6 +49,8 @@ class GenerationRequest:
             raise ValueError("an edit needs both the previous program and an instruction")
         if self.domain == "code" and (self.tests is None or not self.entry_point):
             raise ValueError("a code request needs tests and an entry_point to judge candidates")
+        if self.domain == "code":
+            check_entry_point(str(self.entry_point))
         if self.domain != "code" and (self.tests is not None or self.entry_point):
             raise ValueError("tests and entry_point apply to the code domain only")
         if self.spec is not None and self.domain == "code":
@@ -158,6 +161,11 @@ def sample_programs(
         top_p=settings.top_p,
         images=list(request.images) or None,
         progress=lambda done, total: notify("generating", done, total),
+        entry_point=(
+            EntryPoint.from_request(request.prompt, str(request.entry_point))
+            if request.domain == "code"
+            else None
+        ),
     )
     return [Sampled(clean_completion(c.text), c.finish_reason, len(c.tokens)) for c in completions]
 

@@ -11,10 +11,16 @@ Randomness is per candidate: candidate i draws from its own torch.Generator seed
 (seed, i), never from the global RNG. So the same seed gives the same candidates, candidate i
 does not depend on N, and `sample_one_at_a_time` (the slow reference: one prefill and one decode
 per candidate) gives the same candidates as `sample`.
+
+Given a code request's `entry_point`, a candidate that defines no top-level function of that name
+(with the arguments the request states) is steered (entry_point.py): its reply is cut at that
+`def`, the signature is written there and the model goes on from that point, drawing from the
+candidate's own second generator.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import math
@@ -23,6 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from genservice.generation.entry_point import (
+    EntryPoint,
+    continues_identifier,
+    ends_in_name,
+    needs_steering,
+    steered_prefix,
+)
 from genservice.generation.loader import LoadedModel
 
 Progress = Callable[[int, int], None]
@@ -71,9 +84,13 @@ class SamplingSettings:
         }
 
 
-def candidate_seed(seed: int, index: int) -> int:
-    """The generator seed of candidate `index` (well mixed, so nearby seeds share nothing)."""
-    digest = hashlib.sha256(f"genservice:{seed}:{index}".encode()).digest()
+def candidate_seed(seed: int, index: int, stream: str = "") -> int:
+    """The generator seed of candidate `index` (well mixed, so nearby seeds share nothing).
+
+    `stream` names a further generator of the same candidate (the steered continuation).
+    """
+    tag = f"genservice:{seed}:{index}" + (f":{stream}" if stream else "")
+    digest = hashlib.sha256(tag.encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 
@@ -87,8 +104,12 @@ def sample(
     top_p: float = 0.95,
     images: Sequence[Any] | None = None,
     progress: Progress | None = None,
+    entry_point: EntryPoint | None = None,
 ) -> list[Completion]:
-    """N candidates for one prompt: one prefill, KV cache shared, decoded as one batch."""
+    """N candidates for one prompt: one prefill, KV cache shared, decoded as one batch.
+
+    With `entry_point` (code), a candidate that does not define that function is steered to.
+    """
     settings = SamplingSettings(n, seed, max_new_tokens, temperature, top_p)
     import torch
 
@@ -99,6 +120,10 @@ def sample(
             cache = _expand(cache, n)
             logits = logits.expand(n, -1)
         rows = _decode(loaded, logits, cache, list(range(n)), settings, progress)
+        rows = [
+            _steered(loaded, inputs, row, index, settings, entry_point)
+            for index, row in enumerate(rows)
+        ]
     return [_completion(loaded, *row) for row in rows]
 
 
@@ -112,6 +137,7 @@ def sample_one_at_a_time(
     top_p: float = 0.95,
     images: Sequence[Any] | None = None,
     progress: Progress | None = None,
+    entry_point: EntryPoint | None = None,
 ) -> list[Completion]:
     """Reference for `sample`: each candidate gets its own prefill and decode (slow)."""
     settings = SamplingSettings(n, seed, max_new_tokens, temperature, top_p)
@@ -123,7 +149,8 @@ def sample_one_at_a_time(
             inputs = encode_prompt(loaded, messages, images)
             logits, cache = _prefill(loaded, inputs)
             rows = _decode(loaded, logits, cache, [index], settings, None)
-            completions.append(_completion(loaded, *rows[0]))
+            row = _steered(loaded, inputs, rows[0], index, settings, entry_point)
+            completions.append(_completion(loaded, *row))
             if progress is not None:
                 progress(index + 1, n)
     return completions
@@ -211,13 +238,17 @@ def _decode(
     indices: list[int],
     settings: SamplingSettings,
     progress: Progress | None,
+    stream: str = "",
 ) -> list[tuple[list[int], float, str]]:
-    """Decode the rows `indices` (candidate numbers) from their first logits and shared cache."""
+    """Decode the rows `indices` (candidate numbers) from their first logits and shared cache.
+
+    Each row draws from its candidate's generator of `stream` (see candidate_seed).
+    """
     import torch
 
     device = logits.device
     generators = [
-        torch.Generator(device=device).manual_seed(candidate_seed(settings.seed, i))
+        torch.Generator(device=device).manual_seed(candidate_seed(settings.seed, i, stream))
         for i in indices
     ]
     eos = torch.tensor(loaded.eos_token_ids, device=device)
@@ -256,6 +287,69 @@ def _decode(
         logits = out.logits[:, -1, :].float()
         cache = out.past_key_values
     return [(tokens[i], logprobs[i], reasons[i]) for i in range(len(indices))]
+
+
+Row = tuple[list[int], float, str]  # reply tokens, their log-probability, finish reason
+_NAME_ENDS: dict[int, tuple[Any, Any]] = {}  # id(tokenizer) -> (tokenizer, allowed-token mask)
+
+
+def _steered(
+    loaded: LoadedModel,
+    inputs: dict[str, Any],
+    row: Row,
+    index: int,
+    settings: SamplingSettings,
+    entry_point: EntryPoint | None,
+) -> Row:
+    """The row itself, or, when it does not define `entry_point`, its steered continuation."""
+    if entry_point is None:
+        return row
+    text = loaded.tokenizer.decode(row[0], skip_special_tokens=True)
+    if not needs_steering(text, entry_point):
+        return row
+    import torch
+
+    prefix = loaded.tokenizer.encode(steered_prefix(text, entry_point), add_special_tokens=False)
+    prefix = prefix[: settings.max_new_tokens]
+    ids = inputs["input_ids"]
+    extended = dict(inputs)
+    extended["input_ids"] = torch.cat([ids, torch.tensor([prefix], device=ids.device)], dim=1)
+    if "attention_mask" in inputs:
+        extended["attention_mask"] = torch.ones_like(extended["input_ids"])
+    _reset_position_state(loaded.model)
+    keep = len(prefix) + 1
+    extra = {"logits_to_keep": keep} if _keeps_logits(loaded.model) else {}
+    out = loaded.model(**extended, use_cache=True, **extra)
+    logits = out.logits[:, -keep:, :].float()
+    written = torch.log_softmax(logits[0, :-1], dim=-1)
+    logprob = float(written.gather(1, torch.tensor(prefix, device=ids.device)[:, None]).sum())
+    budget = settings.max_new_tokens - len(prefix)
+    if budget < 1:
+        return prefix, logprob, "length"
+    following = logits[:, -1, :]
+    if ends_in_name(entry_point):  # the name is written whole: the next token may not lengthen it
+        following = following.masked_fill(~_name_ends(loaded, logits.shape[-1]), -math.inf)
+    following[:, list(loaded.eos_token_ids)] = -math.inf  # a bare signature is no program
+    rest = dataclasses.replace(settings, max_new_tokens=budget)
+    tokens, more, reason = _decode(
+        loaded, following, out.past_key_values, [index], rest, None, stream="entry_point"
+    )[0]
+    return prefix + tokens, logprob + more, reason
+
+
+def _name_ends(loaded: LoadedModel, vocab: int) -> Any:
+    """Tokens that may follow a complete name (True), by the tokenizer's text of each token."""
+    import torch
+
+    tokenizer = loaded.tokenizer
+    cached = _NAME_ENDS.get(id(tokenizer))
+    if cached is None or cached[0] is not tokenizer or cached[1].shape[0] != vocab:
+        pieces = tokenizer.batch_decode([[i] for i in range(min(vocab, len(tokenizer)))])
+        allowed = torch.zeros(vocab, dtype=torch.bool)
+        allowed[: len(pieces)] = torch.tensor([not continues_identifier(p) for p in pieces])
+        cached = (tokenizer, allowed)
+        _NAME_ENDS[id(tokenizer)] = cached
+    return cached[1].to(loaded.device)
 
 
 def _choose(logits: Any, generators: list[Any], settings: SamplingSettings) -> Any:

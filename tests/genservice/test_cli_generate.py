@@ -131,7 +131,10 @@ def test_valid_best_is_exported_with_provenance(capsys, monkeypatch, model_dir, 
 
     monkeypatch.setattr(genservice.cli_generate, "open_pool", lambda *args: _Borrowed(pool))
 
-    def scripted(loaded, messages, n, seed, max_new_tokens, temperature, top_p, images, progress):
+    def scripted(
+        loaded, messages, n, seed, max_new_tokens, temperature, top_p, images, progress,
+        entry_point,
+    ):  # fmt: skip
         return [Completion(text, (), 0.0, "stop") for text in ["oops(", BOX][:n]]
 
     monkeypatch.setattr(engine, "sample", scripted)

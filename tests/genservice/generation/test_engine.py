@@ -8,6 +8,7 @@ import pytest
 
 from genservice.generation import engine
 from genservice.generation.engine import GenerationRequest, generate
+from genservice.generation.entry_point import EntryPoint
 from genservice.generation.sampler import Completion
 
 BOX = "import cadquery as cq\nresult = cq.Workplane('XY').box(20, 10, 5)\n"
@@ -16,9 +17,10 @@ FENCED = f"```python\n{BOX}```"
 
 def _scripted(texts: list[str], seen: dict):
     def fake_sample(
-        loaded, messages, n, seed, max_new_tokens, temperature, top_p, images, progress
-    ):
-        seen.update(messages=messages, n=n, seed=seed, images=images)
+        loaded, messages, n, seed, max_new_tokens, temperature, top_p, images, progress,
+        entry_point,
+    ):  # fmt: skip
+        seen.update(messages=messages, n=n, seed=seed, images=images, entry_point=entry_point)
         progress(n, n)
         return [Completion(t, (1, 2), -1.0, "stop") for t in texts[:n]]
 
@@ -43,6 +45,21 @@ def test_the_best_candidate_is_chosen_by_the_validators(monkeypatch, causal, poo
     assert ("generating", 3, 3) in events and ("validating", 3, 3) in events
     assert events[-1] == ("done", 1, 3)
     assert result.to_dict()["candidates"][0]["program"] == BOX
+    assert seen["entry_point"] is None  # a part has no function to steer to
+
+
+def test_a_code_request_steers_to_its_entry_point(monkeypatch, causal, pool):
+    seen: dict = {}
+    function = "def chunk(items, size):\n    return [items[i : i + size] for i in range(0, 3, 2)]\n"
+    monkeypatch.setattr(engine, "sample", _scripted([function], seen))
+    tests = "def check(candidate):\n    assert candidate([1, 2, 3], 2) == [[1, 2], [3]]\n"
+    request = GenerationRequest(
+        "Write chunk(items, size) that splits a list into chunks", domain="code", n=1,
+        tests=tests, entry_point="chunk",
+    )  # fmt: skip
+    result = generate(request, causal, pool)
+    assert result.valid, result.report.error
+    assert seen["entry_point"] == EntryPoint("chunk", "items, size")
 
 
 def test_an_edit_puts_the_previous_program_in_the_prompt(monkeypatch, causal, pool):
