@@ -36,6 +36,13 @@ def add_eval_command(sub: Any) -> None:
     parser.add_argument("--top-p", type=float, default=0.95)
     parser.add_argument("--max-new-tokens", type=int, default=768)
     parser.add_argument("--workers", type=int, help="sandbox workers")
+    parser.add_argument(
+        "--steer",
+        choices=sorted(STEERING),
+        default="signature",
+        help="code: steer candidates to the requested function's signature (default), to its "
+        "name only, or not at all (to measure what steering adds)",
+    )
     parser.add_argument("-o", "--output", type=Path, default=Path("eval"), help="output directory")
 
 
@@ -68,6 +75,17 @@ def load_eval_tasks(spec: str, per_family: int, limit: int | None, domains: list
     return tasks[:limit] if limit else tasks
 
 
+# What the sampler does beyond sampling, as the card and README state it (see entry_point.py).
+STEERING = {
+    "signature": "a code candidate that does not define the requested function with the "
+    "arguments the request states is steered to that signature "
+    "(genservice/generation/entry_point.py)",
+    "name": "a code candidate that does not define the requested function is steered to its "
+    "name (genservice/generation/entry_point.py)",
+    "off": "",
+}
+
+
 def eval_command(args: argparse.Namespace) -> int:
     """Run `genservice eval`."""
     if not 1 <= args.n <= 64:
@@ -98,6 +116,13 @@ def eval_command(args: argparse.Namespace) -> int:
     except (ModelNotFoundError, ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
 
+    def steer_to(task: dict[str, Any]) -> EntryPoint | None:
+        if task["domain"] != "code" or args.steer == "off":
+            return None
+        if args.steer == "name":
+            return EntryPoint(task["entry_point"])
+        return EntryPoint.from_request(task["prompt"], task["entry_point"])
+
     def generate(task: dict[str, Any], n: int, seed: int) -> list[str]:
         # An edit task (previous program + instruction) is asked exactly as Refine asks it.
         messages = task_messages(task, loaded)
@@ -109,11 +134,7 @@ def eval_command(args: argparse.Namespace) -> int:
             max_new_tokens=args.max_new_tokens,
             temperature=args.temperature,
             top_p=args.top_p,
-            entry_point=(
-                EntryPoint.from_request(task["prompt"], task["entry_point"])
-                if task["domain"] == "code"
-                else None
-            ),
+            entry_point=steer_to(task),
         )
         return [clean_completion(c.text) for c in completions]
 
@@ -155,6 +176,8 @@ def eval_command(args: argparse.Namespace) -> int:
         "max_new_tokens": args.max_new_tokens,
         "eval_seed": EVAL_SEED,
         "per_family": args.per_family,
+        "steer": args.steer,
+        "steering": STEERING[args.steer],
         "command": "genservice " + " ".join(sys.argv[1:]),
     }
     paths = write_outputs(results, args.output, meta)

@@ -114,6 +114,22 @@ def _retrieval_lines(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def _cut_lines(summary: dict[str, Any]) -> list[str]:
+    """Stages that trained part of their CAD/scene rows on the parameter block alone."""
+    lines = []
+    for number, stage in enumerate(_stages(summary), start=1):
+        cut = stage.get("data", {}).get("cut_after_parameters")
+        if cut:
+            share = stage["config"]["data"]["whole_program_share"]
+            lines.append(
+                f"- stage {number}: {cut:,} of its {stage['data']['train_examples']:,} rows were "
+                f"trained on the program up to the end of its parameter block (only "
+                f"{share:.0%} of CAD and scene rows kept their whole program; "
+                "`data.whole_program_share`)"
+            )
+    return lines
+
+
 def _commands(summary: dict[str, Any]) -> list[str]:
     lines = []
     for stage in _stages(summary):
@@ -161,6 +177,7 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
         f"{data['train_tokens']:,} tokens of which {data['reply_tokens']:,} are replies (the "
         "loss is on replies only)",
         *_retrieval_lines(data),
+        *_cut_lines(summary),
         f"- validation: {data['val_examples']} rows of the val split",
         "- test and out-of-distribution tasks are never trained on: a task's split is a hash of "
         "its family and parameters, and four families are held out entirely",
@@ -184,7 +201,9 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             "",
             *headline(report["summary"]),
             "",
-            report["summary"]["selection"] + ".",
+            report["summary"]["selection"]
+            + "."
+            + (f" Sampling: {meta['steering']}." if meta.get("steering") else ""),
             "",
             markdown_table(report["summary"]),
         ]

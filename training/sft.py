@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -53,6 +54,7 @@ class Example:
     labels: list[int]
     domain: str
     with_example: bool = False  # the prompt carries a retrieved solved example
+    whole: bool = True  # the whole program (False: cut after its parameter block)
 
 
 @dataclass
@@ -125,23 +127,70 @@ def reply_format(tokenizer: Any) -> ReplyFormat:
 
 
 def encode_task(
-    tokenizer: Any, row: dict, fmt: ReplyFormat, messages: list[dict[str, Any]] | None = None
+    tokenizer: Any,
+    row: dict,
+    fmt: ReplyFormat,
+    messages: list[dict[str, Any]] | None = None,
+    cut_at: int | None = None,
 ) -> Example:
     """Tokenise a task as prompt + reply + end of turn, with labels only on reply and end.
 
-    `messages` replaces the task's plain prompt (a retrieval model's prompt, say).
+    `messages` replaces the task's plain prompt (a retrieval model's prompt, say). `cut_at`
+    keeps only the reply's first characters, with no end of turn (the reply goes on).
     """
     prompt = tokenizer.apply_chat_template(
         messages or task_messages(row), tokenize=False, add_generation_prompt=True
     )
     prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
-    reply_ids = tokenizer.encode(fmt.before + row["reference"], add_special_tokens=False)
-    reply_ids += tokenizer.encode(fmt.end, add_special_tokens=False)
+    reply = row["reference"] if cut_at is None else row["reference"][:cut_at]
+    reply_ids = tokenizer.encode(fmt.before + reply, add_special_tokens=False)
+    if cut_at is None:
+        reply_ids += tokenizer.encode(fmt.end, add_special_tokens=False)
     return Example(
         input_ids=prompt_ids + reply_ids,
         labels=[IGNORE_INDEX] * len(prompt_ids) + reply_ids,
         domain=row["domain"],
     )
+
+
+_CONSTANT = re.compile(r"[A-Za-z_]\w*\s*=\s*(-?[\d._]+|True|False|\"[^\"]*\"|'[^']*')\s*")
+
+
+def parameter_block_end(program: str) -> int | None:
+    """Where a program's leading block of top-level constants ends (before its newline), or None.
+
+    Imports and blank lines may come before and between the constants; the first other
+    statement ends the block. None when the program has no such block or nothing after it.
+    """
+    end = None
+    offset = 0
+    for line in program.splitlines(keepends=True):
+        stripped = line.strip()
+        if _CONSTANT.fullmatch(stripped):
+            # Before the line's newline: whole programs write "\n\n" after the block as one
+            # token, so a cut row must not teach a lone "\n" there.
+            end = offset + len(line.rstrip("\r\n"))
+        elif stripped and not (end is None and stripped.startswith(("import ", "from "))):
+            break
+        offset += len(line)
+    if end is None or not program[end:].strip():
+        return None
+    return end
+
+
+def cut_rows(rows: list[dict], whole_share: float, seed: int) -> list[int | None]:
+    """Per row, where its program is cut for training (None: kept whole).
+
+    CAD and scene rows outside the `whole_share` (a hash of seed and id picks them) stop after
+    their parameter block; code rows, whose body is what the request asks for, stay whole.
+    """
+    cuts: list[int | None] = []
+    for i, row in enumerate(rows):
+        keep = row["domain"] == "code" or (
+            _unit_hash(f"{seed}:whole:{row.get('id', i)}") < whole_share
+        )
+        cuts.append(None if keep else parameter_block_end(row["reference"]))
+    return cuts
 
 
 def length_grouped_batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
@@ -313,8 +362,10 @@ def _train_sft(
         )
         plain_share = config.retrieval.plain_share
         print(f"retrieval: {len(solved_index)} solved train tasks indexed", file=sys.stderr)
+    share = config.data.whole_program_share
+    cuts = cut_rows(train_rows, share, train_cfg.seed) if share < 1 else None
     train, dropped = _encode_all(
-        tokenizer, train_rows, fmt, train_cfg.max_seq_len, solved_index, plain_share
+        tokenizer, train_rows, fmt, train_cfg.max_seq_len, solved_index, plain_share, cuts
     )
     if not train:
         raise SetupError(
@@ -355,6 +406,7 @@ def _train_sft(
         f"SFT: {len(train)} train examples ({dropped} longer than {train_cfg.max_seq_len} "
         f"tokens dropped), {len(val)} val; "
         + (f"{sum(e.with_example for e in train)} with an example; " if solved_index else "")
+        + (f"{sum(not e.whole for e in train)} cut after their parameters; " if cuts else "")
         + f"{n_params / 1e6:.2f}M parameters; "
         f"{total_steps} steps of {train_cfg.batch_size}×{train_cfg.grad_accum}"
         + (f"; resuming at step {step} from {checkpoint}" if checkpoint else ""),
@@ -526,21 +578,24 @@ def _encode_all(
     max_len: int,
     index: ExampleIndex | None = None,
     plain_share: float = 0.0,
+    cuts: list[int | None] | None = None,
 ) -> tuple[list[Example], int]:
     """Examples no longer than max_len, and how many were dropped for being longer.
 
     With an index, each row's prompt carries its nearest solved example (never itself), as
     serving builds it, except a `plain_share` of rows (a hash of the id picks them) and rows
     whose example does not fit; a row too long with its example falls back to the plain prompt.
+    `cuts` (from cut_rows) shortens programs.
     """
     prompts = _retrieval_prompts(tokenizer, rows, index, plain_share)
     encoded = []
-    for row, messages in zip(rows, prompts, strict=True):
-        example = encode_task(tokenizer, row, fmt, messages)
+    for row, messages, cut in zip(rows, prompts, cuts or [None] * len(rows), strict=True):
+        example = encode_task(tokenizer, row, fmt, messages, cut)
         if messages is not None and len(example.input_ids) > max_len:
-            example = encode_task(tokenizer, row, fmt)
+            example = encode_task(tokenizer, row, fmt, cut_at=cut)
         else:
             example.with_example = messages is not None
+        example.whole = cut is None
         encoded.append(example)
     kept = [e for e in encoded if len(e.input_ids) <= max_len]
     return kept, len(encoded) - len(kept)
@@ -614,6 +669,7 @@ def _data_summary(
         "reply_tokens": sum(sum(1 for t in e.labels if t != IGNORE_INDEX) for e in train),
         "by_domain": dict(sorted(Counter(e.domain for e in train).items())),
         "with_retrieved_example": sum(e.with_example for e in train),
+        "cut_after_parameters": sum(not e.whole for e in train),
         "retrieval": (
             None
             if config.retrieval is None

@@ -55,8 +55,16 @@ class DataConfig:
     val_splits: list[str] = field(default_factory=lambda: ["val"])
     domains: list[str] | None = None  # None: every domain
     max_val_examples: int = 256
+    # CAD and scene programs are a parameter block the request decides, then a body that the
+    # family fixes and a model learns early. Below 1, only this share of their train rows keeps
+    # the whole program; the others stop after the parameter block, so a time budget sees more
+    # requests (see training/sft.py). Validation rows stay whole.
+    whole_program_share: float = 1.0
 
     def __post_init__(self) -> None:
+        share = self.whole_program_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise ValueError("data.whole_program_share must be a number in (0, 1]")
         if not isinstance(self.train, str) or not self.train:
             raise ValueError("data.train must be the path of a task JSONL file")
         if self.val is not None and (not isinstance(self.val, str) or not self.val):

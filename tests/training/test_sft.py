@@ -18,8 +18,10 @@ from training.sft import (
     IGNORE_INDEX,
     METRICS_FILE,
     SUMMARY_FILE,
+    cut_rows,
     encode_task,
     length_grouped_batches,
+    parameter_block_end,
     reply_format,
     train_sft,
 )
@@ -134,6 +136,47 @@ def test_labels_cover_exactly_the_reply_and_end_of_turn() -> None:
         [*messages, {"role": "assistant", "content": row["reference"]}], tokenize=False
     )
     assert tok.decode(example.input_ids) == full.rstrip("\n")
+
+
+def test_a_program_is_cut_after_its_parameter_block() -> None:
+    rows = synthetic_rows()
+    tok = train_tokenizer(iter_rows_texts(rows), 400)
+    plate = rows[0]["reference"]
+    cut = parameter_block_end(plate)
+    assert cut is not None and plate[:cut].endswith(f"hole_d = {plate.split('hole_d = ')[1][:2]}")
+    assert plate[:cut].startswith("import cadquery as cq\n\nlength = ")
+    assert plate[cut:].startswith("\n\nresult = (")
+    # The cut reply is labelled as far as the cut and has no end of turn: the program goes on.
+    example = encode_task(tok, rows[0], reply_format(tok), cut_at=cut)
+    reply = [t for t in example.labels if t != IGNORE_INDEX]
+    assert tok.decode(reply) == plate[:cut]
+    assert len(example.input_ids) < len(encode_task(tok, rows[0], reply_format(tok)).input_ids)
+    # No block, or nothing after it: nothing to cut.
+    assert parameter_block_end("def add(x):\n    return x + 1\n") is None
+    assert parameter_block_end("import cadquery as cq\n\nwidth = 3.0\n") is None
+    assert parameter_block_end('NAME = "a"\nN = 2\n\nresult = N\n') == len('NAME = "a"\nN = 2')
+
+
+def test_whole_program_share_cuts_cad_and_scene_rows_only() -> None:
+    rows = synthetic_rows(400)
+    cuts = cut_rows(rows, 0.3, seed=0)
+    assert cuts == cut_rows(rows, 0.3, seed=0)  # seeded by the run, per row id
+    assert cuts != cut_rows(rows, 0.3, seed=1)
+    assert all(c is None for r, c in zip(rows, cuts, strict=True) if r["domain"] == "code")
+    cad = [c for r, c in zip(rows, cuts, strict=True) if r["domain"] == "cad"]
+    assert 0.6 < sum(c is not None for c in cad) / len(cad) < 0.8
+    assert all(c is None for c in cut_rows(rows, 1.0, seed=0))
+
+
+def test_a_run_with_cut_programs_trains_and_says_how_many(data: Path, tmp_path: Path) -> None:
+    raw = micro_config(data, tmp_path / "cut", max_steps=4, eval_every=2, save_every=0)
+    raw["data"]["whole_program_share"] = 0.5
+    train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+    summary = json.loads((tmp_path / "cut" / SUMMARY_FILE).read_text())
+    cad_rows = sum(1 for r in synthetic_rows() if r["domain"] == "cad" and r["split"] == "train")
+    assert 0 < summary["data"]["cut_after_parameters"] < cad_rows
+    assert summary["config"]["data"]["whole_program_share"] == 0.5
+    assert summary["final_val_loss"] is not None
 
 
 def test_length_grouped_batches_cover_everything_once_with_little_padding() -> None:
@@ -295,6 +338,9 @@ def test_retrieval_prompt_of_a_row_never_shows_the_row_itself(data: Path) -> Non
         (lambda c: c.update(retrieval={"plain_share": 1.5}), "retrieval.plain_share"),
         (lambda c: c.update(retrieval={"k": 2}), "allowed"),
         (lambda c: c.update(retrieval=True), "retrieval must be a mapping"),
+        (lambda c: c["data"].update(whole_program_share=0), "data.whole_program_share"),
+        (lambda c: c["data"].update(whole_program_share=1.5), "data.whole_program_share"),
+        (lambda c: c["data"].update(whole_program_share="most"), "data.whole_program_share"),
     ],
 )
 def test_bad_configs_say_what_to_fix(change: Any, message: str, tmp_path: Path) -> None:
