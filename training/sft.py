@@ -349,6 +349,7 @@ def _train_sft(
     random.Random(train_cfg.seed).shuffle(val_rows)
     val_rows = val_rows[: config.data.max_val_examples]
 
+    base_summary = _base_summary(config)
     tokenizer, model = _tokenizer_and_model(config, train_rows, checkpoint)
     pad_id = tokenizer.pad_token_id
     if pad_id is None:
@@ -561,6 +562,8 @@ def _train_sft(
         "num_threads": torch.get_num_threads(),
         "versions": _versions(),
     }
+    if base_summary is not None:  # a fine-tune: the runs before it stay on record (model card)
+        summary["base"] = base_summary
     (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     losses = f"train loss {last_loss:.4f}" if last_loss is not None else "no new steps"
     print(
@@ -806,6 +809,18 @@ def _save_checkpoint(
     for old in complete[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def _base_summary(config: SFTConfig) -> dict[str, Any] | None:
+    """The training summary of the model a fine-tune starts from, when it has one."""
+    if config.model.from_dir is None:
+        return None
+    path = Path(config.model.from_dir) / SUMMARY_FILE
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
 
 
 def _save_final(

@@ -265,6 +265,8 @@ def test_fine_tune_from_a_local_model_dir(trained: Path, data: Path, tmp_path: P
     assert step_losses(tuned)[1] < 0.8 * step_losses(trained)[1]
     summary = json.loads((tuned / SUMMARY_FILE).read_text())
     assert summary["model"]["from"] == str(trained) and summary["steps"] == 5
+    # The run it started from stays on record, for the model card's list of stages.
+    assert summary["base"] == json.loads((trained / SUMMARY_FILE).read_text())
 
 
 def test_time_budget_stops_cleanly_and_saves(data: Path, tmp_path: Path) -> None:
@@ -361,6 +363,19 @@ def test_shipped_tiny_config_is_valid() -> None:
     )
     assert params * 4 <= 40e6  # float32 safetensors within 40 MB
     assert config.training.max_minutes is not None and config.training.max_minutes <= 70
+
+
+def test_the_shipped_model_trains_within_90_minutes() -> None:
+    """Both stages of the shipped model's recipe (tiny.yaml, then tiny_edit.yaml) fit 90 minutes."""
+    stages = [
+        SFTConfig.from_yaml(ROOT / "training" / "configs" / name)
+        for name in ("tiny.yaml", "tiny_edit.yaml")
+    ]
+    assert stages[1].model.from_dir == "genservice/models/tiny"  # stage 2 starts from stage 1
+    assert sum(stage.training.max_minutes or 0 for stage in stages) <= 90
+    summary = json.loads((ROOT / "genservice" / "models" / "tiny" / SUMMARY_FILE).read_text())
+    spent = summary["train_time_s"] + summary["base"]["train_time_s"]
+    assert spent <= 90 * 60, f"the shipped model took {spent / 60:.1f} minutes to train"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
