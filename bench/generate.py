@@ -8,8 +8,10 @@ interleaved:
 - transformers `generate(num_return_sequences=N)`, which repeats the prompt before prefill
   (its prompt rows are counted to show it).
 Two prompts: a new part (short) and an edit (the previous program in the prompt: long).
-Then whole requests (`engine.generate`: sample, clean, validate on the sandbox pool, rank) to
-split wall time between generating and validating.
+Then the cost of steering code candidates to the requested function (entry_point.py): one code
+request sampled with and without steering, interleaved, at natural length. Then whole requests
+(`engine.generate`: sample, clean, validate on the sandbox pool, rank) to split wall time between
+generating and validating.
 
 Without --model it uses the shipped model (genservice/models/tiny) when present, else a tiny
 *random, untrained* Qwen2 built on the fly in a temporary directory: its candidates are
@@ -32,6 +34,10 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 PROMPT = "A mounting plate 80 mm by 50 mm, 6 mm thick, with four 5 mm holes 8 mm from each corner."
+CODE_PROMPT = (
+    "Please implement dedupe(names) so that it returns `names` without duplicates. Keep the "
+    "first occurrence of each item, in the original order. Do not modify the input list."
+)
 
 
 def _model_dir(choice: Path | None, scratch: Path) -> tuple[Path, str]:
@@ -135,6 +141,38 @@ def _scenario(loaded: Any, messages: list[dict[str, Any]], args: argparse.Namesp
     }
 
 
+def _steering(loaded: Any, args: argparse.Namespace) -> dict:
+    """Sampling one code request with and without steering to its entry point, interleaved."""
+    from genservice.generation.entry_point import EntryPoint
+    from genservice.generation.sampler import sample
+
+    messages = loaded.messages("code", CODE_PROMPT)
+    entry = EntryPoint.from_request(CODE_PROMPT, "dedupe")
+    settings = {"n": args.n, "seed": 0, "max_new_tokens": 256, "temperature": args.temperature}
+    runs = {
+        "free": lambda: sample(loaded, messages, **settings),
+        "steered": lambda: sample(loaded, messages, **settings, entry_point=entry),
+    }
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    outputs: dict[str, Any] = {}
+    for _ in range(args.repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            outputs[name] = run()
+            times[name].append(time.perf_counter() - start)
+    free_s, steered_s = (statistics.median(times[name]) for name in runs)
+    changed = sum(
+        a.tokens != b.tokens for a, b in zip(outputs["free"], outputs["steered"], strict=True)
+    )
+    return {
+        "free_median_s": free_s,
+        "steered_median_s": steered_s,
+        "steered_over_free": steered_s / free_s,
+        "candidates_steered": changed,
+        "candidates": args.n,
+    }
+
+
 def main() -> None:
     """Run the benchmark and write its JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -181,6 +219,9 @@ def main() -> None:
             console.print(f"sampling: {name}")
             scenarios[name] = _scenario(loaded, messages, args)
 
+        console.print("sampling: code, with and without steering")
+        steering = _steering(loaded, args)
+
         console.print("whole requests (sample, validate, rank)")
         started = time.perf_counter()
         pool = SandboxPool(size=min(args.n, os.cpu_count() or 1), limits=Limits(wall_s=10))
@@ -215,6 +256,7 @@ def main() -> None:
         "n": args.n,
         "max_new_tokens": args.max_new_tokens,
         "scenarios": scenarios,
+        "code_steering": steering,
         "request_split": {
             "generate_s": generating,
             "validate_s": validating,
@@ -241,6 +283,11 @@ def main() -> None:
                 f"{row['median_s'] / base:.2f}x slower" if path != "batched_shared_kv" else "",
             )
     out.print(table)
+    out.print(
+        f"code request: {steering['candidates_steered']} of {args.n} candidates steered to "
+        f"dedupe(names); {steering['steered_median_s']:.3f} s steered vs "
+        f"{steering['free_median_s']:.3f} s free ({steering['steered_over_free']:.2f}x)"
+    )
     split = summary["request_split"]
     out.print(
         f"request wall time: generating {generating:.3f} s, validating {validating:.3f} s "
