@@ -10,12 +10,12 @@ wall-clock budget, a JSONL metrics log, and a final safetensors model with a tra
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
 import math
 import random
-import re
 import shlex
 import shutil
 import signal
@@ -153,26 +153,33 @@ def encode_task(
     )
 
 
-_CONSTANT = re.compile(r"[A-Za-z_]\w*\s*=\s*(-?[\d._]+|True|False|\"[^\"]*\"|'[^']*')\s*")
-
-
 def parameter_block_end(program: str) -> int | None:
-    """Where a program's leading block of top-level constants ends (before its newline), or None.
+    """Where a program's leading block of parameters ends (before its newline), or None.
 
-    Imports and blank lines may come before and between the constants; the first other
-    statement ends the block. None when the program has no such block or nothing after it.
+    Parameters are what the validators call them (validators/cad/program.py: top-level constant
+    assignments). Imports may come before the block; the first other statement ends it. None
+    when the program does not parse, has no such block or nothing after it.
     """
+    from validators.cad.program import ProgramError, find_parameters, parse
+
+    try:
+        tree = parse(program)
+    except ProgramError:
+        return None
+    parameter_lines = {p.line for p in find_parameters(tree).values()}
+    lines = program.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
     end = None
-    offset = 0
-    for line in program.splitlines(keepends=True):
-        stripped = line.strip()
-        if _CONSTANT.fullmatch(stripped):
+    for node in tree.body:
+        if node.lineno in parameter_lines:
+            last = (node.end_lineno or node.lineno) - 1
             # Before the line's newline: whole programs write "\n\n" after the block as one
             # token, so a cut row must not teach a lone "\n" there.
-            end = offset + len(line.rstrip("\r\n"))
-        elif stripped and not (end is None and stripped.startswith(("import ", "from "))):
+            end = starts[last] + len(lines[last].rstrip("\r\n"))
+        elif not (end is None and isinstance(node, ast.Import | ast.ImportFrom)):
             break
-        offset += len(line)
     if end is None or not program[end:].strip():
         return None
     return end
