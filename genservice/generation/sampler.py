@@ -15,12 +15,13 @@ per candidate) gives the same candidates as `sample`.
 Given a code request's `entry_point`, a candidate that defines no top-level function of that name
 (with the arguments the request states) is steered (entry_point.py): its reply is cut at that
 `def`, the signature is written there and the model goes on from that point, drawing from the
-candidate's own second generator.
+candidate's own second generator. The steered candidates are decoded together too: one more
+prefill of the prompt, its cache repeated to their number, and each row fed its written prefix
+one token per step before it samples again, so that every row stays at the same position.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import inspect
 import math
@@ -120,10 +121,7 @@ def sample(
             cache = _expand(cache, n)
             logits = logits.expand(n, -1)
         rows = _decode(loaded, logits, cache, list(range(n)), settings, progress)
-        rows = [
-            _steered(loaded, inputs, row, index, settings, entry_point)
-            for index, row in enumerate(rows)
-        ]
+        rows = _steered(loaded, inputs, rows, list(range(n)), settings, entry_point)
     return [_completion(loaded, *row) for row in rows]
 
 
@@ -149,8 +147,8 @@ def sample_one_at_a_time(
             inputs = encode_prompt(loaded, messages, images)
             logits, cache = _prefill(loaded, inputs)
             rows = _decode(loaded, logits, cache, [index], settings, None)
-            row = _steered(loaded, inputs, rows[0], index, settings, entry_point)
-            completions.append(_completion(loaded, *row))
+            rows = _steered(loaded, inputs, rows, [index], settings, entry_point)
+            completions.append(_completion(loaded, *rows[0]))
             if progress is not None:
                 progress(index + 1, n)
     return completions
@@ -239,10 +237,14 @@ def _decode(
     settings: SamplingSettings,
     progress: Progress | None,
     stream: str = "",
+    forced: list[list[int]] | None = None,
+    after_forced: Callable[[Any], Any] | None = None,
 ) -> list[tuple[list[int], float, str]]:
     """Decode the rows `indices` (candidate numbers) from their first logits and shared cache.
 
-    Each row draws from its candidate's generator of `stream` (see candidate_seed).
+    Each row draws from its candidate's generator of `stream` (see candidate_seed). With
+    `forced`, row r first takes the tokens forced[r] (scored, not drawn), and `after_forced`
+    changes the logits of its first drawn token.
     """
     import torch
 
@@ -251,6 +253,7 @@ def _decode(
         torch.Generator(device=device).manual_seed(candidate_seed(settings.seed, i, stream))
         for i in indices
     ]
+    written = forced or [[] for _ in indices]
     eos = torch.tensor(loaded.eos_token_ids, device=device)
     tokens: list[list[int]] = [[] for _ in indices]
     logprobs = [0.0 for _ in indices]
@@ -258,7 +261,14 @@ def _decode(
     active = list(range(len(indices)))  # positions in `indices` still decoding, one per cache row
     done = 0
     for step in range(settings.max_new_tokens):
-        chosen = _choose(logits, [generators[r] for r in active], settings)
+        fixed = [written[slot][step] if step < len(written[slot]) else None for slot in active]
+        if after_forced is not None:
+            first = [
+                r for r, slot in enumerate(active) if written[slot] and step == len(written[slot])
+            ]
+            if first:
+                logits[first] = after_forced(logits[first])
+        chosen = _choose(logits, [generators[slot] for slot in active], settings, fixed)
         picked = torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None])[:, 0].tolist()
         finished = torch.isin(chosen, eos).tolist()
         keep: list[int] = []
@@ -296,45 +306,54 @@ _NAME_ENDS: dict[int, tuple[Any, Any]] = {}  # id(tokenizer) -> (tokenizer, allo
 def _steered(
     loaded: LoadedModel,
     inputs: dict[str, Any],
-    row: Row,
-    index: int,
+    rows: list[Row],
+    indices: list[int],
     settings: SamplingSettings,
     entry_point: EntryPoint | None,
-) -> Row:
-    """The row itself, or, when it does not define `entry_point`, its steered continuation."""
+) -> list[Row]:
+    """The rows, each one that does not define `entry_point` replaced by its steered
+    continuation (decoded together: one prefill, then the written prefixes fed token by token)."""
     if entry_point is None:
-        return row
-    text = loaded.tokenizer.decode(row[0], skip_special_tokens=True)
-    if not needs_steering(text, entry_point):
-        return row
-    import torch
+        return rows
+    prefixes: dict[int, list[int]] = {}
+    for position, row in enumerate(rows):
+        text = loaded.tokenizer.decode(row[0], skip_special_tokens=True)
+        if needs_steering(text, entry_point):
+            prefix = steered_prefix(text, entry_point)
+            encoded = loaded.tokenizer.encode(prefix, add_special_tokens=False)
+            prefixes[position] = encoded[: settings.max_new_tokens]
+    if not prefixes:
+        return rows
+    name_whole = ends_in_name(entry_point)
 
-    prefix = loaded.tokenizer.encode(steered_prefix(text, entry_point), add_special_tokens=False)
-    prefix = prefix[: settings.max_new_tokens]
-    ids = inputs["input_ids"]
-    extended = dict(inputs)
-    extended["input_ids"] = torch.cat([ids, torch.tensor([prefix], device=ids.device)], dim=1)
-    if "attention_mask" in inputs:
-        extended["attention_mask"] = torch.ones_like(extended["input_ids"])
-    _reset_position_state(loaded.model)
-    keep = len(prefix) + 1
-    extra = {"logits_to_keep": keep} if _keeps_logits(loaded.model) else {}
-    out = loaded.model(**extended, use_cache=True, **extra)
-    logits = out.logits[:, -keep:, :].float()
-    written = torch.log_softmax(logits[0, :-1], dim=-1)
-    logprob = float(written.gather(1, torch.tensor(prefix, device=ids.device)[:, None]).sum())
-    budget = settings.max_new_tokens - len(prefix)
-    if budget < 1:
-        return prefix, logprob, "length"
-    following = logits[:, -1, :]
-    if ends_in_name(entry_point):  # the name is written whole: the next token may not lengthen it
-        following = following.masked_fill(~_name_ends(loaded, logits.shape[-1]), -math.inf)
-    following[:, list(loaded.eos_token_ids)] = -math.inf  # a bare signature is no program
-    rest = dataclasses.replace(settings, max_new_tokens=budget)
-    tokens, more, reason = _decode(
-        loaded, following, out.past_key_values, [index], rest, None, stream="entry_point"
-    )[0]
-    return prefix + tokens, logprob + more, reason
+    def first_drawn(logits: Any) -> Any:
+        # The name is written whole, so the next token may not lengthen it; and a bare
+        # signature is no program, so the end token waits.
+        if name_whole:
+            logits = logits.masked_fill(~_name_ends(loaded, logits.shape[-1]), -math.inf)
+        logits[:, list(loaded.eos_token_ids)] = -math.inf
+        return logits
+
+    logits, cache = _prefill(loaded, inputs)
+    steered = list(prefixes)
+    if len(steered) > 1:
+        cache = _expand(cache, len(steered))
+        logits = logits.expand(len(steered), -1).clone()
+    redone = _decode(
+        loaded,
+        logits,
+        cache,
+        [indices[position] for position in steered],
+        settings,
+        None,
+        stream="entry_point",
+        forced=[prefixes[position] for position in steered],
+        after_forced=first_drawn,
+    )
+    replaced = list(rows)
+    for position, row in zip(steered, redone, strict=True):
+        replaced[position] = row
+    return replaced
 
 
 def _name_ends(loaded: LoadedModel, vocab: int) -> Any:
@@ -352,12 +371,23 @@ def _name_ends(loaded: LoadedModel, vocab: int) -> Any:
     return cached[1].to(loaded.device)
 
 
-def _choose(logits: Any, generators: list[Any], settings: SamplingSettings) -> Any:
-    """Next token per row: argmax at temperature 0, else top-p sampling with the row's generator."""
+def _choose(
+    logits: Any,
+    generators: list[Any],
+    settings: SamplingSettings,
+    fixed: list[int | None] | None = None,
+) -> Any:
+    """Next token per row: the row's fixed token if it has one, else argmax at temperature 0,
+    else top-p sampling with the row's generator (drawn from only when it samples)."""
     import torch
 
+    fixed = fixed or [None] * len(generators)
     if settings.temperature == 0:
-        return logits.argmax(dim=-1)
+        picks = logits.argmax(dim=-1)
+        return torch.tensor(
+            [p if f is None else f for p, f in zip(picks.tolist(), fixed, strict=True)],
+            device=logits.device,
+        )
     probs = torch.softmax(logits / settings.temperature, dim=-1)
     if settings.top_p < 1:
         ordered, order = probs.sort(dim=-1, descending=True)
@@ -366,7 +396,9 @@ def _choose(logits: Any, generators: list[Any], settings: SamplingSettings) -> A
         probs = torch.zeros_like(probs).scatter(1, order, ordered)
     picks = [
         torch.multinomial(row, 1, generator=generator)
-        for row, generator in zip(probs, generators, strict=True)
+        if token is None
+        else torch.tensor([token], device=logits.device)
+        for row, generator, token in zip(probs, generators, fixed, strict=True)
     ]
     return torch.cat(picks)
 
