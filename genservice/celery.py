@@ -64,13 +64,14 @@ def make_celery(settings: Settings) -> Celery:
     options: dict[str, Any] = {}
     if settings.embedded_broker:
         folder = broker_folder(settings)
-        for sub in ("queue", "processed", "staging"):
+        for sub in ("queue", "processed", "staging", "control"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         app.conf.broker_transport = f"{__name__}:FolderTransport"
         options = {
             "data_folder_in": str(folder / "queue"),
             "data_folder_out": str(folder / "queue"),
             "staging_folder": str(folder / "staging"),
+            "control_folder": str(folder / "control"),  # exchange tables (kombu: ./control)
             # Same filesystem as the queue: taking a message is an atomic rename.
             "store_processed": True,
             "processed_folder": str(folder / "processed"),

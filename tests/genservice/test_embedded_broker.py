@@ -42,6 +42,7 @@ def test_a_message_reaches_the_queue_only_once_written_whole(
         assert message.payload == {"job": "a"}
         message.ack()
     assert list((broker_folder(settings) / "staging").iterdir()) == []
+    assert not (Path.cwd() / "control").exists(), "exchange tables stay in the data directory"
 
 
 def test_the_workers_tasks_travel_through_the_folder_broker(tmp_path: Path) -> None:
