@@ -42,6 +42,14 @@ def add_corpus_commands(sub: Any) -> None:
         metavar="SHARE",
         help="follow this share of cad/scene tasks with an edit task made from it (0-1)",
     )
+    build.add_argument(
+        "--unstated",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="draw this share of the tasks of families that can (the flange) as requests that "
+        "leave some dimensions unstated, the reference deriving them (0-1)",
+    )
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     build.add_argument("--json", action="store_true", help="print the summary as JSON")
     families = actions.add_parser("families", help="list the task families")
@@ -107,6 +115,7 @@ def _build(args: argparse.Namespace) -> int:
             split=args.split,
             progress=not args.quiet and not args.json,
             edits=args.edits,
+            unstated=args.unstated,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc

@@ -107,3 +107,51 @@ def test_sampling_is_deterministic(name: str) -> None:
     assert to_task(family, first) == to_task(family, again)
     expected_split = "ood" if family.held_out else to_task(family, first)["split"]
     assert to_task(family, first)["split"] == expected_split
+
+
+def unstated_flanges(n: int) -> list[Any]:
+    """Flange requests of seeds 0 .. n-1 that leave the bore and/or the bolt circle unstated."""
+    flange = BY_NAME["flange"]
+    return [flange.sample_unstated(random.Random(seed)) for seed in range(n)]  # type: ignore[attr-defined]
+
+
+def test_unstated_flanges_build_and_pass_their_spec(pool: Any) -> None:
+    """A flange request without a bore or bolt circle still has a sound reference."""
+    for sample in unstated_flanges(8):
+        report = validate_cad(sample.reference, pool, spec=sample.spec, options=OPTIONS)
+        assert report.valid and report.checks["spec"].passed, (sample.reference, report.error)
+
+
+def test_unstated_flanges_derive_what_the_request_leaves_out() -> None:
+    """The request states every parameter but the unstated ones; those follow the rule (bore 0.4
+    of the outside diameter to 5 mm, bolt circle midway across the ring to 2 mm)."""
+    samples = unstated_flanges(60)
+    assert {s.params["unstated"] for s in samples} == {
+        "bore_d",
+        "bolt_circle_d",
+        "bore_d,bolt_circle_d",
+    }
+    assert len({s.prompt for s in samples}) >= 50
+    for sample in samples:
+        p = sample.params
+        unstated = set(p["unstated"].split(","))
+        found = {k: v.value for k, v in find_parameters(parse(sample.reference)).items()}
+        assert found == {k: v for k, v in p.items() if k != "unstated"}
+        for name, value in found.items():
+            if name not in unstated:
+                assert mentions(sample.prompt, value), (sample.prompt, name)
+        if "bore_d" in unstated:
+            assert p["bore_d"] == 5 * round(p["outer_d"] * 0.4 / 5)
+            assert not re.search(r"\bbore\b|\bID\b|inner|inside", sample.prompt), sample.prompt
+        if "bolt_circle_d" in unstated:
+            assert p["bolt_circle_d"] == 2 * round((p["outer_d"] + p["bore_d"]) / 4)
+            assert not re.search(r"PCD|circle", sample.prompt), sample.prompt
+
+
+def test_the_journey_flange_is_one_of_its_phrasings() -> None:
+    """ "a 60 mm flange with six M5 bolt holes, 8 mm thick" is how these requests read."""
+    shapes = {
+        re.sub(r"\d+(\.\d+)?|one|two|three|four|five|six|eight|ten|twelve", "N", s.prompt.lower())
+        for s in unstated_flanges(300)
+    }
+    assert "a N mm flange with N mN bolt holes, N mm thick" in shapes

@@ -118,6 +118,26 @@ def test_bad_arguments_raise_before_drawing() -> None:
         build_corpus(5, 1, split="dev")
 
 
+def test_unstated_changes_only_the_families_that_can_leave_dimensions_out() -> None:
+    """--unstated: that share of flange rows leaves dimensions unstated; every other family's
+    rows are the same as without it, and a share of 0 is the plain corpus."""
+    families = ["flange", "washer_spacer", "primes"]
+    plain = list(build_corpus(150, 3, families=families))
+    assert list(build_corpus(150, 3, families=families, unstated=0.0)) == plain
+    mixed = list(build_corpus(150, 3, families=families, unstated=0.5))
+    for name in ("washer_spacer", "primes"):
+        assert [r for r in mixed if r["family"] == name] == [
+            r for r in plain if r["family"] == name
+        ]
+    flanges = [r for r in mixed if r["family"] == "flange"]
+    terse = [r for r in flanges if "unstated" in r["params"]]
+    assert 0.3 < len(terse) / len(flanges) < 0.7
+    assert not [r for r in plain if "unstated" in r["params"]]
+    assert all(r["spec"]["holes"] == r["params"]["bolt_count"] + 1 for r in terse)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        build_corpus(5, 1, unstated=1.5)
+
+
 def test_registry() -> None:
     """Code families are registered; names are unique; lookups by name work."""
     names = registry.family_names(["code"])
@@ -177,6 +197,7 @@ def test_cli_summary_json_and_split(tmp_path: Path) -> None:
         (["--n", "5", "-o", "missing/dir/x.jsonl", "--domains", "code"], "no such directory"),
         (["--n", "5", "-o", ".", "--domains", "code"], "is a directory"),
         (["--n", "5", "-o", "x.jsonl", "--domains", "audio"], "unknown domain"),
+        (["--n", "5", "-o", "x.jsonl", "--unstated", "2"], "between 0 and 1"),
     ],
 )
 def test_cli_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:

@@ -6,6 +6,11 @@ corpus of more rows with the same seed and families. A sample whose parameters w
 drawn (same params_key, hence same id) is skipped and the family draws again; a family that
 finds nothing new in MAX_MISSES draws in a row is exhausted and drops out of the rotation. With a
 split filter only rows of that split are kept.
+
+With `unstated` > 0, that share of the draws of families that can leave dimensions unstated (a
+`sample_unstated` method: "a 60 mm flange with six M5 bolt holes", no bore or bolt circle, the
+reference deriving them) comes from that method; whether a draw does depends on its own seeded
+stream, so other families' rows, and the whole corpus at 0, stay the same.
 """
 
 from __future__ import annotations
@@ -84,6 +89,7 @@ def build_corpus(
     families: Sequence[str | Family] | None = None,
     domains: Sequence[str] | None = None,
     split: str | None = None,
+    unstated: float = 0.0,
 ) -> Iterator[dict[str, Any]]:
     """Up to n task rows (fewer only when every family runs out), deterministic by seed.
 
@@ -91,11 +97,13 @@ def build_corpus(
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
-    return _rows(n, seed, select_families(families, domains, split), split)
+    if not 0.0 <= unstated <= 1.0:
+        raise ValueError(f"unstated is a share between 0 and 1, got {unstated}")
+    return _rows(n, seed, select_families(families, domains, split), split, unstated)
 
 
 def _rows(
-    n: int, seed: int | str, chosen: list[Family], split: str | None
+    n: int, seed: int | str, chosen: list[Family], split: str | None, unstated: float
 ) -> Iterator[dict[str, Any]]:
     draws = dict.fromkeys((f.name for f in chosen), 0)
     seen: set[str] = set()
@@ -105,7 +113,7 @@ def _rows(
         for family in list(active):
             if produced >= n:
                 break
-            row = _next_row(family, seed, draws, seen, split)
+            row = _next_row(family, seed, draws, seen, split, unstated)
             if row is None:
                 active.remove(family)
                 continue
@@ -114,13 +122,17 @@ def _rows(
 
 
 def _next_row(
-    family: Family, seed: int | str, draws: dict[str, int], seen: set[str], split: str | None
+    family: Family,
+    seed: int | str,
+    draws: dict[str, int],
+    seen: set[str],
+    split: str | None,
+    unstated: float,
 ) -> dict[str, Any] | None:
     """The family's next new row (of the split, if one is asked for); None when exhausted."""
     for _ in range(MAX_MISSES):
-        rng = random.Random(f"{seed}:{family.name}:{draws[family.name]}")
+        sample = _draw(family, f"{seed}:{family.name}:{draws[family.name]}", unstated)
         draws[family.name] += 1
-        sample = family.sample(rng)
         key = params_key(family.name, sample.params)
         if key in seen:
             continue
@@ -129,6 +141,16 @@ def _next_row(
             continue
         return to_task(family, sample)
     return None
+
+
+def _draw(family: Family, stream: str, unstated: float) -> Any:
+    """One sample of the family from its seeded stream (leaving dimensions unstated, maybe)."""
+    rng = random.Random(stream)
+    leave_out = getattr(family, "sample_unstated", None)
+    chance = random.Random(f"{stream}:unstated").random() if leave_out and unstated else 1.0
+    if leave_out is not None and chance < unstated:
+        return leave_out(rng)
+    return family.sample(rng)
 
 
 def write_corpus(
@@ -140,6 +162,7 @@ def write_corpus(
     split: str | None = None,
     progress: bool = True,
     edits: float = 0.0,
+    unstated: float = 0.0,
 ) -> CorpusSummary:
     """Write the corpus as JSONL (one task per line, written atomically); a summary.
 
@@ -149,7 +172,7 @@ def write_corpus(
     from training.corpus.edits import with_edits
 
     path = Path(path)
-    rows = build_corpus(n, seed, families, domains, split)  # bad arguments raise here
+    rows = build_corpus(n, seed, families, domains, split, unstated)  # bad arguments raise here
     if edits:
         rows = with_edits(rows, seed, edits)
     summary = CorpusSummary(path, 0, n)

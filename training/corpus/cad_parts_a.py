@@ -366,7 +366,7 @@ class Flange:
             if low > high:
                 continue
             bolt_circle_d = 2 * rng.randint(low, high)
-            if bolt_circle_d * math.sin(math.pi / bolt_count) >= bolt_d + 3:
+            if _bolts_fit(bolt_circle_d, bolt_count, bolt_d):
                 break
         p: dict[str, Any] = {
             "outer_d": float(outer_d),
@@ -376,22 +376,65 @@ class Flange:
             "bolt_count": bolt_count,
             "bolt_d": bolt_d,
         }
+        reference, spec = self._reference(p)
+        return Sample(self._prompt(rng, p), reference, p, spec)
+
+    def sample_unstated(self, rng: random.Random) -> Sample:
+        """A request that states no bore or no bolt circle (or neither), as people often write
+        it ("a 60 mm flange with six M5 bolt holes, 8 mm thick"); the reference derives them:
+        the bore is 0.4 of the outside diameter (to 5 mm), the bolt circle midway across the
+        ring (to 2 mm)."""
+        while True:
+            outer_d = float(10 * rng.randint(5, 16))
+            bolt_d = rng.choice([4.5, 5.5, 6.5, 8.5, 10.5])
+            bolt_count = rng.choice([3, 4, 5, 6, 8, 10, 12])
+            unstated = pick(rng, ["bore_d", "bolt_circle_d", "bore_d,bolt_circle_d"]).split(",")
+            bore_d = float(5 * round(outer_d * 0.4 / 5))
+            if "bore_d" not in unstated:
+                bore_d = float(5 * rng.randint(math.ceil(outer_d * 0.2 / 5), int(outer_d) // 10))
+            bolt_circle_d = float(2 * round((outer_d + bore_d) / 4))
+            if "bolt_circle_d" not in unstated:
+                low = math.ceil((bore_d + bolt_d + 6) / 2)
+                high = math.floor((outer_d - bolt_d - 6) / 2)
+                if low > high:
+                    continue
+                bolt_circle_d = float(2 * rng.randint(low, high))
+            ring_fits = bore_d + bolt_d + 6 <= bolt_circle_d <= outer_d - bolt_d - 6
+            if ring_fits and _bolts_fit(bolt_circle_d, bolt_count, bolt_d):
+                break
+        p: dict[str, Any] = {
+            "outer_d": outer_d,
+            "bore_d": bore_d,
+            "thickness": float(rng.choice([5, 6, 8, 10, 12, 15, 20])),
+            "bolt_circle_d": bolt_circle_d,
+            "bolt_count": bolt_count,
+            "bolt_d": bolt_d,
+        }
+        prompt = self._prompt(rng, p, unstated=set(unstated))
+        params = {**p, "unstated": ",".join(unstated)}
+        reference, spec = self._reference(p)
+        return Sample(prompt, reference, params, spec)
+
+    def _reference(self, p: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         body = [
             'flange = cq.Workplane("XY").circle(outer_d / 2).circle(bore_d / 2).extrude(thickness)',
             'flange = flange.faces(">Z").workplane()'
             ".polarArray(bolt_circle_d / 2, 0, 360, bolt_count)",
             "result = flange.hole(bolt_d)",
         ]
-        area = math.pi / 4 * (outer_d**2 - bore_d**2 - bolt_count * bolt_d**2)
+        od, bore, count_, bolt = p["outer_d"], p["bore_d"], p["bolt_count"], p["bolt_d"]
+        area = math.pi / 4 * (od**2 - bore**2 - count_ * bolt**2)
         spec = {
-            "bbox_mm": [p["outer_d"], p["outer_d"], p["thickness"]],
+            "bbox_mm": [od, od, p["thickness"]],
             "volume_mm3": round(area * p["thickness"], 3),
-            "holes": bolt_count + 1,
+            "holes": count_ + 1,
             "solids": 1,
         }
-        return Sample(self._prompt(rng, p), program(p, body), p, spec)
+        return program(p, body), spec
 
-    def _prompt(self, rng: random.Random, p: dict[str, Any]) -> str:
+    def _prompt(
+        self, rng: random.Random, p: dict[str, Any], unstated: set[str] | None = None
+    ) -> str:
         od, bore, pcd = p["outer_d"], p["bore_d"], p["bolt_circle_d"]
         noun = pick(rng, ["flange", "pipe flange", "flat flange", "bolt flange", "mounting flange"])
         bolts = holes(rng, p["bolt_count"], p["bolt_d"])
@@ -436,6 +479,39 @@ class Flange:
             "Could you make {a_noun}? {outer}, {thick}, with {bore} and {bolts} {circle}.",
             "{bolts} {circle} on {a_noun} ({outer}, {bore}, {thick})",
             "I need {a_noun}, {thick}, {outer} with {bore}. Bolt pattern: {bolts} {circle}.",
+        ]
+        if unstated:
+            return self._unstated_prompt(rng, p, pieces, unstated)
+        return fill(rng, templates, pieces)
+
+    def _unstated_prompt(
+        self, rng: random.Random, p: dict[str, Any], pieces: dict[str, str], unstated: set[str]
+    ) -> str:
+        """The request without the unstated bore and/or bolt circle."""
+        bolts = pieces["bolts"]
+        metric = clearance(p["bolt_d"])
+        if metric is not None and rng.random() < 0.5:
+            bolts = f"{count(rng, p['bolt_count'])} {metric} bolt holes"
+        if "bolt_circle_d" not in unstated:
+            bolts = f"{bolts} {pieces['circle']}"
+        bore = "" if "bore_d" in unstated else pieces["bore"]
+        stated = [pieces["outer"], pieces["thick"], bolts] + ([bore] if bore else [])
+        thing = pieces["a_noun"]
+        pieces = {
+            **pieces,
+            "bolts": bolts,
+            "request": request(rng, thing, dims(rng, stated)),
+            "tail": f", {bore}" if bore else "",
+            "with_bore": f" and {bore}" if bore else "",
+        }
+        templates = [
+            "{request}",
+            "{request}",
+            "{a_od} mm {noun} with {bolts}, {thick}{tail}",
+            "{a_od} mm {noun}, {thick}, with {bolts}{tail}",
+            "{noun}: {outer}, {thick}, {bolts}{tail}",
+            "Could you make {a_noun}? {outer}, {thick}, with {bolts}{with_bore}.",
+            "{bolts} on {a_noun} ({outer}, {thick}{tail})",
         ]
         return fill(rng, templates, pieces)
 
@@ -770,6 +846,11 @@ def _knob_extents(knob_d: float, notch_d: float, n: int) -> list[float]:
         )
         reach.append(radius if nearest >= half else radius * math.cos(half - nearest))
     return [round(reach[0] + reach[2], 4), round(reach[1] + reach[3], 4)]
+
+
+def _bolts_fit(bolt_circle_d: float, bolt_count: int, bolt_d: float) -> bool:
+    """Whether neighbouring bolt holes on the circle keep 3 mm of material between them."""
+    return bolt_circle_d * math.sin(math.pi / bolt_count) >= bolt_d + 3
 
 
 def _knob_volume(p: dict[str, Any]) -> float:
