@@ -157,8 +157,10 @@ def parameter_block_end(program: str) -> int | None:
     """Where a program's leading block of parameters ends (before its newline), or None.
 
     Parameters are what the validators call them (validators/cad/program.py: top-level constant
-    assignments). Imports may come before the block; the first other statement ends it. None
-    when the program does not parse, has no such block or nothing after it.
+    assignments); the block goes on through parameters derived from them by arithmetic on the
+    lines right after them (`bore_d = 0.4 * outer_d`; a blank line starts the body). Imports
+    may come before the block; the first other statement ends it. None when the program does
+    not parse, has no such block or nothing after it.
     """
     from validators.cad.program import ProgramError, find_parameters, parse
 
@@ -171,9 +173,15 @@ def parameter_block_end(program: str) -> int | None:
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
-    end = None
+    end, last = None, -2
+    names: set[str] = set()
     for node in tree.body:
-        if node.lineno in parameter_lines:
+        follows = end is not None and node.lineno == last + 2  # the next line: no blank between
+        if node.lineno in parameter_lines or (follows and _derived(node, names)):
+            targets = (
+                node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            )
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
             last = (node.end_lineno or node.lineno) - 1
             # Before the line's newline: whole programs write "\n\n" after the block as one
             # token, so a cut row must not teach a lone "\n" there.
@@ -183,6 +191,25 @@ def parameter_block_end(program: str) -> int | None:
     if end is None or not program[end:].strip():
         return None
     return end
+
+
+def _derived(node: ast.stmt, names: set[str]) -> bool:
+    """Whether a statement derives a parameter from those before it (`bore_d = 0.4 * outer_d`):
+    one name assigned arithmetic on numbers and earlier parameters only."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return False
+    if not isinstance(node.targets[0], ast.Name) or node.targets[0].id == "result":
+        return False
+    allowed = (ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.Constant, ast.Load)
+    for part in ast.walk(node.value):
+        if isinstance(part, ast.Name):
+            if part.id not in names:
+                return False
+        elif not isinstance(part, allowed) or (
+            isinstance(part, ast.Constant) and not isinstance(part.value, int | float)
+        ):
+            return False
+    return True
 
 
 def cut_rows(rows: list[dict], whole_share: float, seed: int) -> list[int | None]:

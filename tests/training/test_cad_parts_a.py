@@ -123,8 +123,8 @@ def test_unstated_flanges_build_and_pass_their_spec(pool: Any) -> None:
 
 
 def test_unstated_flanges_derive_what_the_request_leaves_out() -> None:
-    """The request states every parameter but the unstated ones; those follow the rule (bore 0.4
-    of the outside diameter to 5 mm, bolt circle midway across the ring to 2 mm)."""
+    """The request states every parameter but the unstated ones, which the program derives from
+    the stated ones (bore 0.4 of the outside diameter, bolt circle midway across the ring)."""
     samples = unstated_flanges(60)
     assert {s.params["unstated"] for s in samples} == {
         "bore_d",
@@ -134,17 +134,19 @@ def test_unstated_flanges_derive_what_the_request_leaves_out() -> None:
     assert len({s.prompt for s in samples}) >= 50
     for sample in samples:
         p = sample.params
-        unstated = set(p["unstated"].split(","))
+        unstated = p["unstated"].split(",")
         found = {k: v.value for k, v in find_parameters(parse(sample.reference)).items()}
-        assert found == {k: v for k, v in p.items() if k != "unstated"}
+        assert found == {k: v for k, v in p.items() if k not in (*unstated, "unstated")}
         for name, value in found.items():
-            if name not in unstated:
-                assert mentions(sample.prompt, value), (sample.prompt, name)
+            assert mentions(sample.prompt, value), (sample.prompt, name)
+        derived = {"bore_d": "0.4 * outer_d", "bolt_circle_d": "(outer_d + bore_d) / 2"}
+        for name in unstated:
+            assert f"\n{name} = {derived[name]}\n" in sample.reference
         if "bore_d" in unstated:
-            assert p["bore_d"] == 5 * round(p["outer_d"] * 0.4 / 5)
+            assert p["bore_d"] == 0.4 * p["outer_d"]
             assert not re.search(r"\bbore\b|\bID\b|inner|inside", sample.prompt), sample.prompt
         if "bolt_circle_d" in unstated:
-            assert p["bolt_circle_d"] == 2 * round((p["outer_d"] + p["bore_d"]) / 4)
+            assert p["bolt_circle_d"] == (p["outer_d"] + p["bore_d"]) / 2
             assert not re.search(r"PCD|circle", sample.prompt), sample.prompt
 
 

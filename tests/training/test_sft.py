@@ -157,6 +157,20 @@ def test_a_program_is_cut_after_its_parameter_block() -> None:
     assert parameter_block_end('NAME = "a"\nN = 2\n\nresult = N\n') == len('NAME = "a"\nN = 2')
 
 
+def test_the_parameter_block_goes_on_through_derived_parameters() -> None:
+    """Parameters derived by arithmetic right after the constants belong to the block (the
+    model must learn them from the request); after a blank line they are the body's."""
+    head = "import cadquery as cq\n\nouter_d = 60.0\nbolt_d = 5.5\nbore_d = 0.4 * outer_d\n"
+    head += "pcd = (outer_d + bore_d) / 2"
+    body = "\n\nresult = cq.Workplane().circle(outer_d / 2).extrude(5)\n"
+    assert parameter_block_end(head + body) == len(head)
+    spaced = "import cadquery as cq\n\nmodule = 2.0\nteeth = 20\n\nrp = module * teeth / 2"
+    assert parameter_block_end(spaced + body) == spaced.index("\n\nrp")
+    for other in ("r = outer_d / 2 + wall", "r = cq.Workplane()", "r = len(name)"):
+        program = f"import cadquery as cq\n\nouter_d = 60.0\n{other}{body}"
+        assert parameter_block_end(program) == len("import cadquery as cq\n\nouter_d = 60.0")
+
+
 def test_whole_program_share_cuts_cad_and_scene_rows_only() -> None:
     rows = synthetic_rows(400)
     cuts = cut_rows(rows, 0.3, seed=0)

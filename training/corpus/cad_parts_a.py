@@ -13,7 +13,7 @@ import math
 import random
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from training.corpus.base import Family, Sample
 from training.corpus.phrasing import (
@@ -353,6 +353,10 @@ class Flange:
     name: str = "flange"
     domain: str = "cad"
     held_out: bool = False
+    DERIVED: ClassVar[dict[str, str]] = {
+        "bore_d": "0.4 * outer_d",
+        "bolt_circle_d": "(outer_d + bore_d) / 2",
+    }
 
     def sample(self, rng: random.Random) -> Sample:
         """Draw the disc, bore, bolt circle and bolt holes (redrawing until they fit)."""
@@ -381,18 +385,18 @@ class Flange:
 
     def sample_unstated(self, rng: random.Random) -> Sample:
         """A request that states no bore or no bolt circle (or neither), as people often write
-        it ("a 60 mm flange with six M5 bolt holes, 8 mm thick"); the reference derives them:
-        the bore is 0.4 of the outside diameter (to 5 mm), the bolt circle midway across the
-        ring (to 2 mm)."""
+        it ("a 60 mm flange with six M5 bolt holes, 8 mm thick"). The reference derives what is
+        left out from what is stated, as a designer would (DERIVED: the bore 0.4 of the outside
+        diameter, the bolt circle midway across the ring), so it stays parametric."""
         while True:
             outer_d = float(10 * rng.randint(5, 16))
             bolt_d = rng.choice([4.5, 5.5, 6.5, 8.5, 10.5])
             bolt_count = rng.choice([3, 4, 5, 6, 8, 10, 12])
             unstated = pick(rng, ["bore_d", "bolt_circle_d", "bore_d,bolt_circle_d"]).split(",")
-            bore_d = float(5 * round(outer_d * 0.4 / 5))
+            bore_d = 0.4 * outer_d
             if "bore_d" not in unstated:
                 bore_d = float(5 * rng.randint(math.ceil(outer_d * 0.2 / 5), int(outer_d) // 10))
-            bolt_circle_d = float(2 * round((outer_d + bore_d) / 4))
+            bolt_circle_d = (outer_d + bore_d) / 2
             if "bolt_circle_d" not in unstated:
                 low = math.ceil((bore_d + bolt_d + 6) / 2)
                 high = math.floor((outer_d - bolt_d - 6) / 2)
@@ -411,11 +415,16 @@ class Flange:
             "bolt_d": bolt_d,
         }
         prompt = self._prompt(rng, p, unstated=set(unstated))
-        params = {**p, "unstated": ",".join(unstated)}
-        reference, spec = self._reference(p)
-        return Sample(prompt, reference, params, spec)
+        stated = {k: v for k, v in p.items() if k not in unstated}
+        derived = [f"{name} = {self.DERIVED[name]}" for name in self.DERIVED if name in unstated]
+        reference, spec = self._reference(
+            p, program(stated, []).rstrip("\n") + "\n" + "\n".join(derived)
+        )
+        return Sample(prompt, reference, {**p, "unstated": ",".join(unstated)}, spec)
 
-    def _reference(self, p: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def _reference(self, p: dict[str, Any], head: str | None = None) -> tuple[str, dict[str, Any]]:
+        """The program (its parameter block `head`, if given, else one constant per value) and
+        the spec."""
         body = [
             'flange = cq.Workplane("XY").circle(outer_d / 2).circle(bore_d / 2).extrude(thickness)',
             'flange = flange.faces(">Z").workplane()'
@@ -430,7 +439,9 @@ class Flange:
             "holes": count_ + 1,
             "solids": 1,
         }
-        return program(p, body), spec
+        if head is None:
+            return program(p, body), spec
+        return "\n".join([head, "", *body]) + "\n", spec
 
     def _prompt(
         self, rng: random.Random, p: dict[str, Any], unstated: set[str] | None = None
