@@ -53,7 +53,8 @@ def rerank(
     reward, which can exceed a valid candidate's; the best must be valid whenever one is.
     `asked` = (the request's text, the previous program of an edit or None): among equally
     rewarded candidates, those whose parameters take the numbers asked for come first
-    (see `adherence`).
+    (see `adherence`), and of those, the ones whose parameters the request's words name
+    (see `labelled`: "8 mm thick" in `thickness`, not in `bolt_count`).
     """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
@@ -89,8 +90,18 @@ def rerank(
         Scored(program, reports[program], reports[program].reward, index)
         for index, program in enumerate(candidates)
     ]
-    agree = {c: adherence(c, *asked) for c in unique} if asked and domain != "code" else {}
-    return sorted(scored, key=lambda s: (not s.valid, -s.reward, -agree.get(s.program, 0), s.index))
+    agree: dict[str, tuple[int, int]] = {}
+    if asked and domain != "code":
+        agree = {c: (adherence(c, *asked), labelled(c, *asked)) for c in unique}
+    return sorted(
+        scored,
+        key=lambda s: (
+            not s.valid,
+            -s.reward,
+            *(-x for x in agree.get(s.program, (0, 0))),
+            s.index,
+        ),
+    )
 
 
 _NUMBER = re.compile(r"(?<![\w.])(M)?(\d+(?:\.\d+)?)")
@@ -129,5 +140,93 @@ def _numbers(source: str) -> set[float]:
     return {
         float(p.value)
         for p in find_parameters(parse(source)).values()
+        if isinstance(p.value, int | float) and not isinstance(p.value, bool)
+    }
+
+
+# Words around a number that name what it measures, as a parameter name would: their stems (the
+# first four letters), with the abbreviations people write spelled out.
+_SPELLED = {
+    "od": "outer diameter",
+    "id": "inner diameter",
+    "pcd": "bolt circle",
+    "thk": "thickness",
+    "t": "thickness",
+    "dia": "diameter",
+    "ø": "diameter",
+    "d": "diameter",
+    "r": "radius",
+    "h": "height",
+    "w": "width",
+    "l": "length",
+}
+_FILLER = {"mm", "millimetres", "millimeters", "cm", "a", "an", "the", "of", "with", "and", "on"}
+_FILLER |= {"at", "it", "is", "each", "for", "to", "make", "set", "by", "in", "x"}
+_TOKEN = re.compile(r"M\d+(?:\.\d+)?\b|\d+(?:\.\d+)?|[a-zø]+|[,;:()/]|\.(?!\d)", re.IGNORECASE)
+
+
+def _stems(words: Sequence[str]) -> set[str]:
+    """Four-letter stems of the words (abbreviations spelled out, filler dropped)."""
+    stems = set()
+    for word in words:
+        for part in _SPELLED.get(word.lower(), word.lower()).split():
+            if part not in _FILLER and len(part) >= 3:
+                stems.add(part[:4])
+    return stems
+
+
+def asked_labels(text: str) -> list[tuple[float, set[str]]]:
+    """Each number the request states, with the stems of the words around it: up to three after
+    it and two before, within its clause ("six M5 bolt holes" gives 6 {bolt, hole})."""
+    tokens = _TOKEN.findall(text)
+    found = []
+    for i, token in enumerate(tokens):
+        if token[0] in "Mm" and token[1:2].isdigit():
+            value, extra = float(token[1:]) + 0.5, ["bolt", "hole"]
+        elif token[0].isdigit():
+            value, extra = float(token), []
+        elif token.lower() in _WORDS:
+            value, extra = float(_WORDS[token.lower()]), []
+        else:
+            continue
+        after = _clause(tokens[i + 1 :], 3)
+        before = _clause(tokens[:i][::-1], 2)
+        found.append((value, _stems([*after, *before, *extra])))
+    return found
+
+
+def _clause(tokens: Sequence[str], size: int) -> list[str]:
+    """Up to `size` words of `tokens`, stopping at punctuation."""
+    words: list[str] = []
+    for token in tokens:
+        if token in ",;.:()/" or len(words) == size:
+            break
+        if token.isalpha():
+            words.append(token)
+    return words
+
+
+def labelled(program: str, text: str, previous: str | None = None) -> int:
+    """How many of the request's numbers sit in a parameter that the words around the number
+    name (a stem in common: "8 mm thick" and `thickness`), judged from the texts alone. For an
+    edit, only parameters the previous program did not already have at that value count."""
+    try:
+        params = _named_numbers(program)
+        old = _named_numbers(previous) if previous is not None else {}
+    except ProgramError:
+        return 0
+    score = 0
+    for value, stems in asked_labels(text):
+        names = [n for n, v in params.items() if v == value and old.get(n) != value]
+        if any(stems & _stems(name.split("_")) for name in names):
+            score += 1
+    return score
+
+
+def _named_numbers(source: str) -> dict[str, float]:
+    """The program's numeric top-level parameters by name."""
+    return {
+        name: float(p.value)
+        for name, p in find_parameters(parse(source)).items()
         if isinstance(p.value, int | float) and not isinstance(p.value, bool)
     }

@@ -1,8 +1,9 @@
-"""Ranking a refinement: among equally good candidates, the one that makes the asked change."""
+"""Ranking by what was asked: among equally good candidates, the one that makes the asked change,
+and the one whose parameters take the request's numbers where its words say."""
 
 from __future__ import annotations
 
-from genservice.generation.rerank import adherence, asked_numbers, rerank
+from genservice.generation.rerank import adherence, asked_labels, asked_numbers, labelled, rerank
 from validators.cad.program import apply_parameters
 
 PREVIOUS = (
@@ -43,3 +44,36 @@ def test_rerank_prefers_the_asked_change_among_valid_candidates(pool) -> None:
     assert ranked[0].program == asked and ranked[-1].program == unchanged
     plain = rerank([unchanged, other, asked], "cad", pool)
     assert plain[0].program == unchanged  # without the edit, sampling order breaks ties
+
+
+FLANGE = "a 60 mm flange with six M5 bolt holes, 8 mm thick"
+FLANGE_PROGRAM = (
+    "import cadquery as cq\n\nouter_d = 60.0\nthickness = 8.0\nbolt_count = 6\nbolt_d = 5.5\n"
+    "bore_d = 0.4 * outer_d\nbolt_circle_d = (outer_d + bore_d) / 2\n\n"
+    'flange = cq.Workplane("XY").circle(outer_d / 2).circle(bore_d / 2).extrude(thickness)\n'
+    'flange = flange.faces(">Z").workplane().polarArray(bolt_circle_d / 2, 0, 360, bolt_count)\n'
+    "result = flange.hole(bolt_d)\n"
+)
+
+
+def test_the_words_around_a_number_say_what_it_measures() -> None:
+    labels = dict(asked_labels(FLANGE))
+    assert labels[6.0] >= {"bolt", "hole"} and labels[8.0] == {"thic"} and 5.5 in labels
+    assert dict(asked_labels("OD 80, PCD 60, bore 30"))[60.0] == {"bolt", "circ"}
+    assert dict(asked_labels("OD 80, PCD 60, bore 30"))[80.0] == {"oute", "diam"}
+    swapped = apply_parameters(FLANGE_PROGRAM, {"thickness": 6.0, "bolt_count": 8})
+    # Both take every number of the request; only one puts them where the words say.
+    assert adherence(FLANGE_PROGRAM, FLANGE) == adherence(swapped, FLANGE) == 4
+    assert labelled(FLANGE_PROGRAM, FLANGE) == 3 and labelled(swapped, FLANGE) == 1
+    asked = apply_parameters(PREVIOUS, {"thickness": 12.0})
+    elsewhere = apply_parameters(PREVIOUS, {"width": 12.0})
+    assert labelled(asked, "make it 12 mm thick", PREVIOUS) == 1
+    assert labelled(elsewhere, "make it 12 mm thick", PREVIOUS) == 0
+    assert labelled("result = (", FLANGE) == 0
+
+
+def test_rerank_puts_the_numbers_where_the_request_says(pool) -> None:
+    swapped = apply_parameters(FLANGE_PROGRAM, {"thickness": 6.0, "bolt_count": 8})
+    ranked = rerank([swapped, FLANGE_PROGRAM], "cad", pool, asked=(FLANGE, None))
+    assert all(s.valid for s in ranked) and ranked[0].reward == ranked[1].reward
+    assert ranked[0].program == FLANGE_PROGRAM
