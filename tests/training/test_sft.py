@@ -379,12 +379,18 @@ def test_shipped_tiny_config_is_valid() -> None:
     assert config.training.max_minutes is not None and config.training.max_minutes <= 70
 
 
-def test_the_cut_stage_two_config_is_valid_and_fits_90_minutes_with_stage_one() -> None:
+def test_the_shipped_stage_two_config_fits_90_minutes_with_stage_one() -> None:
     stage_one = SFTConfig.from_yaml(ROOT / "training" / "configs" / "tiny.yaml")
-    cut = SFTConfig.from_yaml(ROOT / "training" / "configs" / "tiny_edit_cut.yaml")
-    assert cut.model.from_dir == stage_one.output_dir  # it starts from the stage-1 weights
-    assert cut.data.whole_program_share < 1
-    assert (stage_one.training.max_minutes or 0) + (cut.training.max_minutes or 0) <= 90
+    stage_two = SFTConfig.from_yaml(ROOT / "training" / "configs" / "tiny_stage2.yaml")
+    assert stage_two.model.from_dir == stage_one.output_dir  # it starts from the stage-1 weights
+    assert stage_two.data.whole_program_share < 1
+    assert (stage_one.training.max_minutes or 0) + (stage_two.training.max_minutes or 0) <= 90
+    summary = json.loads(
+        (ROOT / "genservice" / "models" / "tiny" / "training_summary.json").read_text()
+    )
+    assert summary["command"].endswith("training/configs/tiny_stage2.yaml")
+    assert summary["base"]["command"].endswith("training/configs/tiny.yaml")
+    assert (summary["wall_time_s"] + summary["base"]["wall_time_s"]) / 60 <= 90
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

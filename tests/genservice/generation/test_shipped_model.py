@@ -14,8 +14,9 @@ def shipped():
 
 
 def test_the_shipped_model_writes_the_requested_flange(shipped, pool):
-    # The journey's first request, best of 8. The seed pins the sampling (seeds 1 and 3 of 0-3
-    # give this flange with the current weights; seed 0 gives three bolt holes).
+    # The journey's first request, best of 8. It states no bore and no bolt circle: the model
+    # derives them. The seed pins the sampling (each of seeds 0-3 gives this flange with the
+    # current weights).
     request = GenerationRequest(
         prompt="a 60 mm flange with six M5 bolt holes, 8 mm thick", n=8, seed=1, max_new_tokens=400
     )
@@ -27,4 +28,4 @@ def test_the_shipped_model_writes_the_requested_flange(shipped, pool):
     }
     assert values["outer_d"] == 60.0 and values["thickness"] == 8.0
     assert values["bolt_count"] == 6 and values["bolt_d"] == 5.5
-    assert result.report.metrics["holes"] >= 6
+    assert result.report.metrics["holes"] == 7  # six bolt holes inside the disc, and the bore
