@@ -33,7 +33,8 @@ TASK_NAMES = {stage: f"genservice.{stage}" for stage in QUEUES}
 class FolderChannel(filesystem.Channel):
     """kombu's folder channel, whose messages appear in the queue only once written whole."""
 
-    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
+    # kombu's folder channel names the argument `payload`, its abstract base `message`.
+    def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
         """Write the message in the staging folder, then rename it into the queue (atomic)."""
         # Same name scheme as kombu's (its reader sorts by it and matches the queue in it).
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
