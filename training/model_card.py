@@ -119,8 +119,10 @@ def _cut_lines(summary: dict[str, Any]) -> list[str]:
     lines = []
     for number, stage in enumerate(_stages(summary), start=1):
         cut = stage.get("data", {}).get("cut_after_parameters")
-        if cut:
-            share = stage["config"]["data"]["whole_program_share"]
+        # An RL or DPO run repeats its start model's data summary, not its cut: only a stage
+        # configured with a share cut its rows.
+        share = stage.get("config", {}).get("data", {}).get("whole_program_share")
+        if cut and share is not None:
             lines.append(
                 f"- stage {number}: {cut:,} of its {stage['data']['train_examples']:,} rows were "
                 f"trained on the program up to the end of its parameter block (only "
