@@ -137,11 +137,7 @@ def adherence(program: str, text: str, previous: str | None = None) -> int:
 
 def _numbers(source: str) -> set[float]:
     """The numeric values of a program's top-level parameters."""
-    return {
-        float(p.value)
-        for p in find_parameters(parse(source)).values()
-        if isinstance(p.value, int | float) and not isinstance(p.value, bool)
-    }
+    return set(_named_numbers(source).values())
 
 
 # Words around a number that name what it measures, as a parameter name would: their stems (the

@@ -261,7 +261,9 @@ def _decode(
     active = list(range(len(indices)))  # positions in `indices` still decoding, one per cache row
     done = 0
     for step in range(settings.max_new_tokens):
-        fixed = [written[slot][step] if step < len(written[slot]) else None for slot in active]
+        fixed = None
+        if forced is not None:
+            fixed = [written[slot][step] if step < len(written[slot]) else None for slot in active]
         if after_forced is not None:
             first = [
                 r for r, slot in enumerate(active) if written[slot] and step == len(written[slot])
@@ -381,9 +383,10 @@ def _choose(
     else top-p sampling with the row's generator (drawn from only when it samples)."""
     import torch
 
-    fixed = fixed or [None] * len(generators)
     if settings.temperature == 0:
         picks = logits.argmax(dim=-1)
+        if fixed is None:  # the common case: no host round trip
+            return picks
         return torch.tensor(
             [p if f is None else f for p, f in zip(picks.tolist(), fixed, strict=True)],
             device=logits.device,
@@ -394,6 +397,7 @@ def _choose(
         before = ordered.cumsum(dim=-1) - ordered  # mass of the tokens ranked above each one
         ordered = ordered.masked_fill(before >= settings.top_p, 0.0)
         probs = torch.zeros_like(probs).scatter(1, order, ordered)
+    fixed = fixed or [None] * len(generators)
     picks = [
         torch.multinomial(row, 1, generator=generator)
         if token is None

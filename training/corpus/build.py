@@ -147,8 +147,9 @@ def _draw(family: Family, stream: str, unstated: float) -> Any:
     """One sample of the family from its seeded stream (leaving dimensions unstated, maybe)."""
     rng = random.Random(stream)
     leave_out = getattr(family, "sample_unstated", None)
-    chance = random.Random(f"{stream}:unstated").random() if leave_out and unstated else 1.0
-    if leave_out is not None and chance < unstated:
+    if leave_out is None or unstated == 0:
+        return family.sample(rng)
+    if random.Random(f"{stream}:unstated").random() < unstated:
         return leave_out(rng)
     return family.sample(rng)
 
