@@ -50,6 +50,14 @@ def add_corpus_commands(sub: Any) -> None:
         help="draw this share of the tasks of families that can (the flange) as requests that "
         "leave some dimensions unstated, the reference deriving them (0-1)",
     )
+    build.add_argument(
+        "--phrasings",
+        type=int,
+        default=1,
+        metavar="K",
+        help="let a train-split parameter set come back worded anew, up to K rows each, so that "
+        "families with few parameter sets (code) fill their share (default 1: once each)",
+    )
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     build.add_argument("--json", action="store_true", help="print the summary as JSON")
     families = actions.add_parser("families", help="list the task families")
@@ -116,6 +124,7 @@ def _build(args: argparse.Namespace) -> int:
             progress=not args.quiet and not args.json,
             edits=args.edits,
             unstated=args.unstated,
+            phrasings=args.phrasings,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc

@@ -79,6 +79,33 @@ def test_an_exhausted_family_drops_out() -> None:
     assert len(mixed) == 200 and len({r["id"] for r in mixed}) == 200
 
 
+def test_phrasings_word_a_train_parameter_set_anew_and_leave_val_and_test_alone() -> None:
+    """--phrasings K: a family with few parameter sets fills its share with new wordings of its
+    train rows (each id unique, each request new); val and test keep one row per parameter set."""
+    once = list(build_corpus(600, 2, families=["gcd_lcm"]))
+    assert list(build_corpus(600, 2, families=["gcd_lcm"], phrasings=1)) == once
+    assert len(once) < 300  # the family runs out of parameter sets
+    many = list(build_corpus(400, 2, families=["gcd_lcm"], phrasings=4))
+    assert len(many) == 400
+    assert len({r["id"] for r in many}) == 400
+    by_key: dict[str, list[dict]] = {}
+    for row in many:
+        by_key.setdefault(params_key(row["family"], row["params"]), []).append(row)
+    repeated = [group for group in by_key.values() if len(group) > 1]
+    assert repeated and max(len(group) for group in repeated) <= 4
+    for group in repeated:
+        assert {r["split"] for r in group} == {"train"}
+        assert len({r["prompt"] for r in group}) == len(group)
+        assert len({r["reference"] for r in group}) == 1
+        assert [r["id"].rsplit("-p", 1)[-1] for r in group[1:]] == [
+            str(k) for k in range(2, len(group) + 1)
+        ]
+    held = {r["id"] for r in many if r["split"] != "train"}
+    assert held <= {r["id"] for r in once if r["split"] != "train"}
+    with pytest.raises(ValueError, match="at least 1"):
+        build_corpus(5, 1, phrasings=0)
+
+
 @pytest.mark.parametrize("family", loadable_families(), ids=lambda f: f.name)
 def test_splits_by_hash(family: Family) -> None:
     """Over 500 draws an in-distribution family splits roughly 80/10/10; held out is all ood."""

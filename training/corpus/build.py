@@ -7,6 +7,11 @@ drawn (same params_key, hence same id) is skipped and the family draws again; a 
 finds nothing new in MAX_MISSES draws in a row is exhausted and drops out of the rotation. With a
 split filter only rows of that split are kept.
 
+With `phrasings` K > 1, a train-split parameter set may come back up to K times, each time
+worded anew (a row's id gains `-p2`, `-p3`...): families with few parameter sets (a code family
+has a few hundred) then fill their share with more requests to learn from instead of running
+out. Val and test rows stay one per parameter set, and at 1 the corpus is unchanged.
+
 With `unstated` > 0, that share of the draws of families that can leave dimensions unstated (a
 `sample_unstated` method: "a 60 mm flange with six M5 bolt holes", no bore or bolt circle, the
 reference deriving them) comes from that method; whether a draw does depends on its own seeded
@@ -90,6 +95,7 @@ def build_corpus(
     domains: Sequence[str] | None = None,
     split: str | None = None,
     unstated: float = 0.0,
+    phrasings: int = 1,
 ) -> Iterator[dict[str, Any]]:
     """Up to n task rows (fewer only when every family runs out), deterministic by seed.
 
@@ -99,21 +105,37 @@ def build_corpus(
         raise ValueError(f"n must be at least 1, got {n}")
     if not 0.0 <= unstated <= 1.0:
         raise ValueError(f"unstated is a share between 0 and 1, got {unstated}")
-    return _rows(n, seed, select_families(families, domains, split), split, unstated)
+    if phrasings < 1:
+        raise ValueError(f"phrasings must be at least 1, got {phrasings}")
+    chosen = select_families(families, domains, split)
+    return _rows(n, seed, chosen, split, unstated, phrasings)
+
+
+@dataclass
+class _Seen:
+    """The parameter sets drawn so far, how many rows each gave, and the requests already used."""
+
+    rows: Counter[str] = field(default_factory=Counter)
+    prompts: set[tuple[str, str]] = field(default_factory=set)
 
 
 def _rows(
-    n: int, seed: int | str, chosen: list[Family], split: str | None, unstated: float
+    n: int,
+    seed: int | str,
+    chosen: list[Family],
+    split: str | None,
+    unstated: float,
+    phrasings: int,
 ) -> Iterator[dict[str, Any]]:
     draws = dict.fromkeys((f.name for f in chosen), 0)
-    seen: set[str] = set()
+    seen = _Seen()
     active = list(chosen)
     produced = 0
     while produced < n and active:
         for family in list(active):
             if produced >= n:
                 break
-            row = _next_row(family, seed, draws, seen, split, unstated)
+            row = _next_row(family, seed, draws, seen, split, unstated, phrasings)
             if row is None:
                 active.remove(family)
                 continue
@@ -125,21 +147,30 @@ def _next_row(
     family: Family,
     seed: int | str,
     draws: dict[str, int],
-    seen: set[str],
+    seen: _Seen,
     split: str | None,
     unstated: float,
+    phrasings: int,
 ) -> dict[str, Any] | None:
     """The family's next new row (of the split, if one is asked for); None when exhausted."""
     for _ in range(MAX_MISSES):
         sample = _draw(family, f"{seed}:{family.name}:{draws[family.name]}", unstated)
         draws[family.name] += 1
         key = params_key(family.name, sample.params)
-        if key in seen:
-            continue
-        seen.add(key)
+        given = seen.rows[key]
+        if given:
+            # Another wording of a parameter set already drawn: a train row, a new request.
+            limit = phrasings if split_of(family, sample.params) == "train" else 1
+            if given >= limit or (key, sample.prompt) in seen.prompts:
+                continue
+        seen.rows[key] += 1
+        seen.prompts.add((key, sample.prompt))
         if split is not None and split_of(family, sample.params) != split:
             continue
-        return to_task(family, sample)
+        task = to_task(family, sample)
+        if given:
+            task["id"] += f"-p{given + 1}"
+        return task
     return None
 
 
@@ -164,6 +195,7 @@ def write_corpus(
     progress: bool = True,
     edits: float = 0.0,
     unstated: float = 0.0,
+    phrasings: int = 1,
 ) -> CorpusSummary:
     """Write the corpus as JSONL (one task per line, written atomically); a summary.
 
@@ -173,7 +205,7 @@ def write_corpus(
     from training.corpus.edits import with_edits
 
     path = Path(path)
-    rows = build_corpus(n, seed, families, domains, split, unstated)  # bad arguments raise here
+    rows = build_corpus(n, seed, families, domains, split, unstated, phrasings)  # raises early
     if edits:
         rows = with_edits(rows, seed, edits)
     summary = CorpusSummary(path, 0, n)
