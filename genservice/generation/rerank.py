@@ -7,6 +7,7 @@ free worker); identical candidates are validated once.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -54,7 +55,8 @@ def rerank(
     `asked` = (the request's text, the previous program of an edit or None): among equally
     rewarded candidates, those whose parameters take the numbers asked for come first
     (see `adherence`), and of those, the ones whose parameters the request's words name
-    (see `labelled`: "8 mm thick" in `thickness`, not in `bolt_count`).
+    (see `labelled`: "8 mm thick" in `thickness`, not in `bolt_count`); for an edit, then the
+    one that changes the fewest lines of the previous program (see `changed_lines`).
     """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
@@ -90,17 +92,15 @@ def rerank(
         Scored(program, reports[program], reports[program].reward, index)
         for index, program in enumerate(candidates)
     ]
-    agree: dict[str, tuple[int, int]] = {}
+    agree: dict[str, tuple[int, int, int]] = {}
     if asked and domain != "code":
-        agree = {c: (adherence(c, *asked), labelled(c, *asked)) for c in unique}
+        agree = {
+            c: (-adherence(c, *asked), -labelled(c, *asked), changed_lines(c, asked[1]))
+            for c in unique
+        }
     return sorted(
         scored,
-        key=lambda s: (
-            not s.valid,
-            -s.reward,
-            *(-x for x in agree.get(s.program, (0, 0))),
-            s.index,
-        ),
+        key=lambda s: (not s.valid, -s.reward, *agree.get(s.program, (0, 0, 0)), s.index),
     )
 
 
@@ -133,6 +133,18 @@ def adherence(program: str, text: str, previous: str | None = None) -> int:
     except ProgramError:
         return 0
     return sum(1 for number in asked_numbers(text) if number in new and number not in old)
+
+
+def changed_lines(program: str, previous: str | None) -> int:
+    """How many lines an edit rewrites, adds or drops against the previous program (0 for a new
+    request): a refinement changes what was asked and leaves the rest of the program alone, so
+    of two candidates that both make "12 mm thick", the one that also rewrote the derived bore
+    as a number is the worse."""
+    if previous is None:
+        return 0
+    old, new = previous.strip().splitlines(), program.strip().splitlines()
+    opcodes = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal")
 
 
 def _numbers(source: str) -> set[float]:

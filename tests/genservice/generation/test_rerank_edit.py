@@ -3,7 +3,14 @@ and the one whose parameters take the request's numbers where its words say."""
 
 from __future__ import annotations
 
-from genservice.generation.rerank import adherence, asked_labels, asked_numbers, labelled, rerank
+from genservice.generation.rerank import (
+    adherence,
+    asked_labels,
+    asked_numbers,
+    changed_lines,
+    labelled,
+    rerank,
+)
 from validators.cad.program import apply_parameters
 
 PREVIOUS = (
@@ -77,3 +84,20 @@ def test_rerank_puts_the_numbers_where_the_request_says(pool) -> None:
     ranked = rerank([swapped, FLANGE_PROGRAM], "cad", pool, asked=(FLANGE, None))
     assert all(s.valid for s in ranked) and ranked[0].reward == ranked[1].reward
     assert ranked[0].program == FLANGE_PROGRAM
+
+
+def test_an_edit_that_changes_only_what_was_asked_wins(pool) -> None:
+    # Both make the flange 12 mm thick; one also rewrites the derived bore as a number and
+    # drops a bolt: it takes the asked number in the named parameter just as well, and loses.
+    asked = FLANGE_PROGRAM.replace("thickness = 8.0", "thickness = 12.0")
+    rewritten = asked.replace("bore_d = 0.4 * outer_d", "bore_d = 30.0").replace(
+        "bolt_count = 6", "bolt_count = 5"
+    )
+    edit = ("make it 12 mm thick", FLANGE_PROGRAM)
+    assert changed_lines(asked, FLANGE_PROGRAM) == 1
+    assert changed_lines(rewritten, FLANGE_PROGRAM) == 3
+    assert changed_lines(rewritten, None) == 0
+    assert labelled(asked, *edit) == labelled(rewritten, *edit) == 1
+    ranked = rerank([rewritten, asked], "cad", pool, asked=edit)
+    assert all(s.valid for s in ranked) and ranked[0].reward == ranked[1].reward
+    assert ranked[0].program == asked
