@@ -29,3 +29,37 @@ def test_the_shipped_model_writes_the_requested_flange(shipped, pool):
     assert values["outer_d"] == 60.0 and values["thickness"] == 8.0
     assert values["bolt_count"] == 6 and values["bolt_d"] == 5.5
     assert result.report.metrics["holes"] == 7  # six bolt holes inside the disc, and the bore
+
+
+JOURNEY_FLANGE = """\
+import cadquery as cq
+
+outer_d = 60.0
+thickness = 8.0
+bolt_count = 6
+bolt_d = 5.5
+bore_d = 0.4 * outer_d
+bolt_circle_d = (outer_d + bore_d) / 2
+
+flange = cq.Workplane("XY").circle(outer_d / 2).circle(bore_d / 2).extrude(thickness)
+flange = flange.faces(">Z").workplane().polarArray(bolt_circle_d / 2, 0, 360, bolt_count)
+result = flange.hole(bolt_d)
+"""
+
+
+def test_the_shipped_model_refines_the_flange_as_asked(shipped, pool):
+    # The journey's refinement of that flange, best of 8: only the thickness changes, and the
+    # derived bore and bolt circle stay derived (seeds 1-3 of 0-3 give exactly this with the
+    # current weights; seed 0's eight candidates all change another line too).
+    request = GenerationRequest(
+        prompt="make it 12 mm thick",
+        previous_program=JOURNEY_FLANGE,
+        instruction="make it 12 mm thick",
+        n=8,
+        seed=1,
+        max_new_tokens=400,
+    )
+    result = generate(request, shipped, pool)
+    assert result.valid, result.report.error
+    assert result.program == JOURNEY_FLANGE.replace("thickness = 8.0", "thickness = 12.0")
+    assert result.report.metrics["holes"] == 7
