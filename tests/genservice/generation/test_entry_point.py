@@ -90,19 +90,27 @@ def _top_level_functions(program: str) -> list[tuple[str, list[str]]]:
     ]
 
 
+# A name and argument no corpus task uses: the tiny model writes the corpus's own names instead.
+KEEP_FIRST = (
+    "Please implement keep_first(people) so that it returns `people` without duplicates. Keep "
+    "the first occurrence of each item, in the original order. Do not modify the input list."
+)
+
+
 def test_the_shipped_model_is_steered_to_the_requested_function(shipped):
-    messages = build_messages("code", DEDUPE)
+    messages = build_messages("code", KEEP_FIRST)
     kwargs = {"n": 4, "seed": 0, "max_new_tokens": 120, "temperature": 0.8}
     free = sample(shipped, messages, **kwargs)
-    entry = EntryPoint.from_request(DEDUPE, "dedupe")
+    entry = EntryPoint.from_request(KEEP_FIRST, "keep_first")
     steered = sample(shipped, messages, **kwargs, entry_point=entry)
+    wanted = ("keep_first", ["people"])
     # Unsteered, the tiny model names the function otherwise in some of these candidates ...
-    assert any(("dedupe", ["names"]) not in _top_level_functions(c.text) for c in free)
-    # ... steered, every candidate defines dedupe(names) at top level, and those that needed no
-    # steering are unchanged.
+    assert any(wanted not in _top_level_functions(c.text) for c in free)
+    # ... steered, every candidate defines keep_first(people) at top level, and those that
+    # needed no steering are unchanged.
     for before, after in zip(free, steered, strict=True):
-        assert ("dedupe", ["names"]) in _top_level_functions(after.text), after.text
-        if ("dedupe", ["names"]) in _top_level_functions(before.text):
+        assert wanted in _top_level_functions(after.text), after.text
+        if wanted in _top_level_functions(before.text):
             assert after.tokens == before.tokens
         assert after.logprob_sum <= 0
 
