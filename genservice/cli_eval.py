@@ -43,6 +43,13 @@ def add_eval_command(sub: Any) -> None:
         help="code: steer candidates to the requested function's signature (default), to its "
         "name only, or not at all (to measure what steering adds)",
     )
+    parser.add_argument(
+        "--bind",
+        choices=sorted(BINDING),
+        default="on",
+        help="cad/scene: write each stated number into the parameter its words name, where "
+        "that is certain (default on; off measures the model's own numbers)",
+    )
     parser.add_argument("-o", "--output", type=Path, default=Path("eval"), help="output directory")
 
 
@@ -86,6 +93,14 @@ STEERING = {
 }
 
 
+# What binding does to CAD and scene candidates, as the card and README state it (binding.py).
+BINDING = {
+    "on": "each number a new CAD or scene request states is written into the candidate's "
+    "parameter its words name, where that is certain (genservice/generation/binding.py)",
+    "off": "",
+}
+
+
 def eval_command(args: argparse.Namespace) -> int:
     """Run `genservice eval`."""
     if not 1 <= args.n <= 64:
@@ -101,6 +116,7 @@ def eval_command(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    from genservice.generation.binding import bind_stated_numbers
     from genservice.generation.entry_point import EntryPoint
     from genservice.generation.loader import ModelNotFoundError, default_model_dir, load_model
     from genservice.generation.prompts import clean_completion
@@ -136,7 +152,10 @@ def eval_command(args: argparse.Namespace) -> int:
             top_p=args.top_p,
             entry_point=steer_to(task),
         )
-        return [clean_completion(c.text) for c in completions]
+        programs = [clean_completion(c.text) for c in completions]
+        if args.bind == "on" and task["domain"] != "code" and not task.get("instruction"):
+            programs = [bind_stated_numbers(p, task["prompt"]) for p in programs]
+        return programs
 
     limits, workers, isolation = sandbox_limits(None, args.workers)
     preload = (*DEFAULT_PRELOAD, "validators.code.guest")
@@ -178,6 +197,8 @@ def eval_command(args: argparse.Namespace) -> int:
         "per_family": args.per_family,
         "steer": args.steer,
         "steering": STEERING[args.steer],
+        "bind": args.bind,
+        "binding": BINDING[args.bind],
         "command": "genservice " + " ".join(sys.argv[1:]),
     }
     paths = write_outputs(results, args.output, meta)

@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from genservice.generation.binding import bind_stated_numbers
 from genservice.generation.entry_point import EntryPoint, check_entry_point
 from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, clean_completion
@@ -139,7 +140,8 @@ class Sampled:
 def sample_programs(
     request: GenerationRequest, loaded: LoadedModel, progress: ProgressCallback | None = None
 ) -> list[Sampled]:
-    """Sample request.n programs for the request (one prefill, shared KV cache), cleaned."""
+    """Sample request.n programs for the request (one prefill, shared KV cache), cleaned; for a
+    new CAD or scene request, each bound to the numbers it states (binding.py)."""
     loaded.check_images(len(request.images))
     notify = progress or (lambda *event: None)
     settings = request.sampling()
@@ -167,7 +169,13 @@ def sample_programs(
             else None
         ),
     )
-    return [Sampled(clean_completion(c.text), c.finish_reason, len(c.tokens)) for c in completions]
+    programs = [clean_completion(c.text) for c in completions]
+    if request.domain != "code" and request.previous_program is None:
+        programs = [bind_stated_numbers(program, request.prompt) for program in programs]
+    return [
+        Sampled(program, c.finish_reason, len(c.tokens))
+        for program, c in zip(programs, completions, strict=True)
+    ]
 
 
 def rank_programs(

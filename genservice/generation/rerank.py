@@ -8,13 +8,19 @@ free worker); identical candidates are validated once.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
-from validators.cad.program import ProgramError, find_parameters, parse
+from genservice.generation.stated import (
+    asked_labels,
+    asked_numbers,
+    name_stems,
+    named_numbers,
+    shared,
+)
+from validators.cad.program import ProgramError
 from validators.report import Report
 
 DOMAINS = ("cad", "scene", "code")
@@ -104,22 +110,6 @@ def rerank(
     )
 
 
-_NUMBER = re.compile(r"(?<![\w.])(M)?(\d+(?:\.\d+)?)")
-NUMBER_WORDS: tuple[str, ...] = ("zero", "one", "two", "three", "four", "five", "six", "seven")
-NUMBER_WORDS += ("eight", "nine", "ten", "eleven", "twelve")
-_WORDS = {word: number for number, word in enumerate(NUMBER_WORDS)}
-
-
-def asked_numbers(text: str) -> set[float]:
-    """The numbers a request states: digits, number words, and M-sizes as clearance holes
-    ("M5" is a 5.5 mm hole, the corpus's and the usual convention)."""
-    found = set()
-    for metric, digits in _NUMBER.findall(text):
-        found.add(float(digits) + 0.5 if metric else float(digits))
-    found |= {float(_WORDS[w]) for w in re.findall(r"[a-z]+", text.lower()) if w in _WORDS}
-    return found
-
-
 def adherence(program: str, text: str, previous: str | None = None) -> int:
     """How many of the request's numbers the candidate's parameters take, judged from the texts
     alone (a blind signal: no reference). For an edit, only numbers the previous program did
@@ -149,69 +139,7 @@ def changed_lines(program: str, previous: str | None) -> int:
 
 def _numbers(source: str) -> set[float]:
     """The numeric values of a program's top-level parameters."""
-    return set(_named_numbers(source).values())
-
-
-# Words around a number that name what it measures, as a parameter name would: their stems (the
-# first four letters), with the abbreviations people write spelled out.
-_SPELLED = {
-    "od": "outer diameter",
-    "id": "inner diameter",
-    "pcd": "bolt circle",
-    "thk": "thickness",
-    "t": "thickness",
-    "dia": "diameter",
-    "ø": "diameter",
-    "d": "diameter",
-    "r": "radius",
-    "h": "height",
-    "w": "width",
-    "l": "length",
-}
-_FILLER = {"mm", "millimetres", "millimeters", "cm", "a", "an", "the", "of", "with", "and", "on"}
-_FILLER |= {"at", "it", "is", "each", "for", "to", "make", "set", "by", "in", "x"}
-_TOKEN = re.compile(r"M\d+(?:\.\d+)?\b|\d+(?:\.\d+)?|[a-zø]+|[,;:()/]|\.(?!\d)", re.IGNORECASE)
-
-
-def _stems(words: Sequence[str]) -> set[str]:
-    """Four-letter stems of the words (abbreviations spelled out, filler dropped)."""
-    stems = set()
-    for word in words:
-        for part in _SPELLED.get(word.lower(), word.lower()).split():
-            if part not in _FILLER and len(part) >= 3:
-                stems.add(part[:4])
-    return stems
-
-
-def asked_labels(text: str) -> list[tuple[float, set[str]]]:
-    """Each number the request states, with the stems of the words around it: up to three after
-    it and two before, within its clause ("six M5 bolt holes" gives 6 {bolt, hole})."""
-    tokens = _TOKEN.findall(text)
-    found = []
-    for i, token in enumerate(tokens):
-        if token[0] in "Mm" and token[1:2].isdigit():
-            value, extra = float(token[1:]) + 0.5, ["bolt", "hole"]
-        elif token[0].isdigit():
-            value, extra = float(token), []
-        elif token.lower() in _WORDS:
-            value, extra = float(_WORDS[token.lower()]), []
-        else:
-            continue
-        after = _clause(tokens[i + 1 :], 3)
-        before = _clause(tokens[:i][::-1], 2)
-        found.append((value, _stems([*after, *before, *extra])))
-    return found
-
-
-def _clause(tokens: Sequence[str], size: int) -> list[str]:
-    """Up to `size` words of `tokens`, stopping at punctuation."""
-    words: list[str] = []
-    for token in tokens:
-        if token in ",;.:()/" or len(words) == size:
-            break
-        if token.isalpha():
-            words.append(token)
-    return words
+    return set(named_numbers(source).values())
 
 
 def labelled(program: str, text: str, previous: str | None = None) -> int:
@@ -219,22 +147,13 @@ def labelled(program: str, text: str, previous: str | None = None) -> int:
     name (a stem in common: "8 mm thick" and `thickness`), judged from the texts alone. For an
     edit, only parameters the previous program did not already have at that value count."""
     try:
-        params = _named_numbers(program)
-        old = _named_numbers(previous) if previous is not None else {}
+        params = named_numbers(program)
+        old = named_numbers(previous) if previous is not None else {}
     except ProgramError:
         return 0
     score = 0
     for value, stems in asked_labels(text):
         names = [n for n, v in params.items() if v == value and old.get(n) != value]
-        if any(stems & _stems(name.split("_")) for name in names):
+        if any(shared(frozenset(stems), name_stems(name)) for name in names):
             score += 1
     return score
-
-
-def _named_numbers(source: str) -> dict[str, float]:
-    """The program's numeric top-level parameters by name."""
-    return {
-        name: float(p.value)
-        for name, p in find_parameters(parse(source)).items()
-        if isinstance(p.value, int | float) and not isinstance(p.value, bool)
-    }

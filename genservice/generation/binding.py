@@ -1,0 +1,161 @@
+"""A stated number goes into the parameter its words name: binding a candidate to its request.
+
+A small model often writes the right program with a wrong number in a named parameter: the
+corner radius it usually sees (`corner_r = 6.0` for "rounded corners (r = 3)"), a width taken
+from the next phrase (`width = 14.0` for "18mm wide ... a 14 screw tab"), four dividers for "one
+divider". The program is parametric, so the fix is the user's own move in the editor: set the
+parameter. Binding does it for every candidate of a new CAD or scene request before validation,
+where the request leaves no doubt:
+
+- the words around the number name exactly one parameter best (stems in common, the words after
+  the number weighing three times those before: "18 mm wide" is `width`, "r = 3" `corner_r`);
+- the form of the number fits the parameter's type: a number word is a count (an int
+  parameter), a unit, a decimal or an M-size is a measure (a float parameter);
+- the parameter holds another value, and no other parameter the words also name holds this one;
+- no two stated numbers claim the same parameter.
+
+Anything less certain is left to the model. Edits are not bound ("add 2 holes" is not
+`bolt_count = 2`): their instruction is relative to the previous program.
+"""
+
+from __future__ import annotations
+
+from genservice.generation.stated import StatedNumber, name_stems, shared, stated_numbers
+from validators.cad.program import Parameter, ProgramError, apply_parameters, find_parameters, parse
+
+AFTER_WEIGHT = 3  # "18 mm wide": the words after a number name it more often than those before
+
+
+def bind_stated_numbers(program: str, request: str) -> str:
+    """The program with each number the request states written into the parameter its words
+    name, where that is certain (see the module's rules); unchanged if nothing is."""
+    try:
+        parameters = {
+            name: p
+            for name, p in find_parameters(parse(program)).items()
+            if p.type in ("int", "float")
+        }
+    except ProgramError:
+        return program
+    overrides = bindings(stated_numbers(request), parameters)
+    if not overrides:
+        return program
+    try:
+        return apply_parameters(program, overrides)
+    except ProgramError:
+        return program
+
+
+def bindings(
+    stated: list[StatedNumber], parameters: dict[str, Parameter]
+) -> dict[str, int | float]:
+    """The parameters to set, by name: those the stated numbers claim with certainty."""
+    current = {name: float(p.value) for name, p in parameters.items()}
+    claims: dict[str, dict[float, int]] = {}
+    for number in stated:
+        name = named_parameter(number, parameters) or _sole_count(number, stated, parameters)
+        if name is not None:
+            scores = claims.setdefault(name, {})
+            scores[number.value] = max(scores.get(number.value, 0), _score(number, name))
+    # Of several numbers that claim one parameter, the one its words name most strongly wins
+    # ("8.5 dia holes" over "2 by 2 grid of ... dia"); a tie leaves it in doubt. A parameter
+    # that holds a number the request names it by is already right ("d=115 ... ID 23":
+    # `diameter = 115` stays).
+    changes = {}
+    for name, scores in claims.items():
+        best = max(scores.values())
+        top = [value for value, score in scores.items() if score == best]
+        certain = len(top) == 1 and top[0] != current[name]
+        if certain and not _named_holder(name, current[name], stated, parameters):
+            changes[name] = top[0]
+
+    def holders(name: str, value: float) -> list[str]:
+        kind = parameters[name].type
+        return [
+            other
+            for other, held in current.items()
+            if other != name and held == value and parameters[other].type == kind
+        ]
+
+    def protected(name: str) -> bool:
+        # Its value is a stated number that no other parameter holding it is named by: "top
+        # 90 by 50" leaves `width = 90` alone, but "18mm wide ... a 14 screw tab" takes 14
+        # from `width` when `tab_length` holds it too.
+        value = current[name]
+        return any(
+            number.value == value
+            and _fits(number, parameters[name])
+            and not any(_score(number, other) > 0 for other in holders(name, value))
+            for number in stated
+        )
+
+    # Settle the changes together: a protected parameter changes only when its number moves to
+    # another parameter that changes ("57 wide ... 66 long" for `length = 57`, `width = 66`),
+    # and a number another parameter of its kind holds is taken only from one that changes.
+    settled = dict(changes)
+    while True:
+        kept = {
+            name: value
+            for name, value in settled.items()
+            if (not protected(name) or current[name] in settled.values())
+            and all(other in settled for other in holders(name, value))
+        }
+        if kept == settled:
+            break
+        settled = kept
+    return {name: _typed(value, parameters[name]) for name, value in settled.items()}
+
+
+def named_parameter(stated: StatedNumber, parameters: dict[str, Parameter]) -> str | None:
+    """The one parameter of the number's kind that its words name best (None when none or
+    several tie)."""
+    scores = {name: _score(stated, name) for name, p in parameters.items() if _fits(stated, p)}
+    best = max(scores.values(), default=0)
+    top = [name for name, score in scores.items() if score == best]
+    return top[0] if best > 0 and len(top) == 1 else None
+
+
+def _sole_count(
+    stated: StatedNumber, numbers: list[StatedNumber], parameters: dict[str, Parameter]
+) -> str | None:
+    """For a count whose words name no parameter ("twelve 3 mm scallops" in a knob with
+    `grip_count`): the program's only count parameter, unless another stated count names it."""
+    if stated.form != "count" or stated.written.lower() == "one":  # "one long edge"
+        return None
+    if any(_score(stated, name) > 0 for name in parameters):  # "four 9 legs": `leg` is named
+        return None
+    counts = [name for name, p in parameters.items() if p.type == "int"]
+    if len(counts) != 1:
+        return None
+    named = any(
+        other is not stated and other.form == "count" and _score(other, counts[0]) > 0
+        for other in numbers
+    )
+    return None if named else counts[0]
+
+
+def _score(stated: StatedNumber, name: str) -> int:
+    stems = name_stems(name)
+    return AFTER_WEIGHT * shared(stated.after, stems) + shared(stated.before, stems)
+
+
+def _named_holder(
+    name: str, value: float, stated: list[StatedNumber], parameters: dict[str, Parameter]
+) -> bool:
+    """Whether the parameter's value is a stated number whose words name it."""
+    return any(
+        number.value == value and _fits(number, parameters[name]) and _score(number, name) > 0
+        for number in stated
+    )
+
+
+def _fits(stated: StatedNumber, parameter: Parameter) -> bool:
+    if stated.form in ("count", "things"):
+        return parameter.type == "int"
+    if stated.form == "measure":
+        return parameter.type == "float"
+    return parameter.type == "float" or stated.value.is_integer()
+
+
+def _typed(value: float, parameter: Parameter) -> int | float:
+    return int(value) if parameter.type == "int" else float(value)

@@ -1,0 +1,110 @@
+"""Binding: a number the request states goes into the parameter its words name, when certain."""
+
+from __future__ import annotations
+
+from genservice.generation.binding import bind_stated_numbers
+from genservice.generation.stated import asked_numbers, stated_numbers
+from validators.cad.program import apply_parameters, find_parameters, parse
+
+PLATE = (
+    "import cadquery as cq\n\nlength = 66.0\nwidth = 57.0\nthickness = 12.0\nhole_d = 8.5\n"
+    "cols = 2\nrows = 2\npitch_x = 30.0\npitch_y = 25.0\ncorner_r = 3.0\n\n"
+    'plate = cq.Workplane("XY").box(length, width, thickness).edges("|Z").fillet(corner_r)\n'
+    'result = plate.faces(">Z").workplane().rarray(pitch_x, pitch_y, cols, rows).hole(hole_d)\n'
+)
+PLATE_REQUEST = (
+    "I need a flat plate with 57 millimeters wide, a 2 by 2 grid of 8.5 dia holes at 30mm (X) "
+    "and 25 mm (Y) spacing, rounded corners (r = 3), 66 mm long & 12 thk."
+)
+
+
+def values(program: str) -> dict[str, object]:
+    return {name: p.value for name, p in find_parameters(parse(program)).items()}
+
+
+def test_the_numbers_the_words_name_are_written_into_their_parameters() -> None:
+    # What the tiny model wrote for this request: length and width swapped, its usual corner
+    # radius, a hole size from another task. Binding sets the first two; the hole size is
+    # claimed most strongly by "8.5 dia holes".
+    written = apply_parameters(
+        PLATE, {"length": 57.0, "width": 66.0, "corner_r": 6.0, "hole_d": 6.5}
+    )
+    assert bind_stated_numbers(written, PLATE_REQUEST) == PLATE
+    assert bind_stated_numbers(PLATE, PLATE_REQUEST) == PLATE  # a right program stays as it is
+
+
+def test_counts_go_to_counts_and_measures_to_measures() -> None:
+    flange = (
+        "import cadquery as cq\nouter_d = 60.0\nthickness = 6.0\nbolt_count = 8\nbolt_d = 5.5\n"
+        "result = cq.Workplane().circle(outer_d / 2).extrude(thickness)\n"
+    )
+    bound = bind_stated_numbers(flange, "a 60 mm flange with six M5 bolt holes, 8 mm thick")
+    assert values(bound) == {"outer_d": 60.0, "thickness": 8.0, "bolt_count": 6, "bolt_d": 5.5}
+    tray = "import cadquery as cq\nwidth = 120.0\ndividers = 4\nresult = cq.Assembly()\n"
+    request = "a tray 120 mm long with one evenly spaced divider across it"
+    assert values(bind_stated_numbers(tray, request))["dividers"] == 1
+
+
+def test_a_number_held_where_its_words_point_is_not_moved() -> None:
+    # "top 90 by 50": 90 is the top's width, not its thickness `top`; `width` keeps it.
+    table = "import cadquery as cq\nwidth = 90.0\ndepth = 50.0\ntop = 5.0\nresult = cq.Assembly()\n"
+    assert bind_stated_numbers(table, "a table, top 90 millimetres by 50 mm") == table
+    # "d=115 ... ID 23": the diameter holds a number the request names it by.
+    pulley = "import cadquery as cq\ndiameter = 115.0\nbore = 20.0\nresult = cq.Workplane()\n"
+    assert bind_stated_numbers(pulley, "pulley d=115 w=26 v-groove 6 deep, ID 23") == pulley
+
+
+def test_a_duplicate_gives_way_to_the_parameter_the_words_name() -> None:
+    clip = (
+        "import cadquery as cq\ncable = 9.0\nwall = 4.0\nwidth = 14.0\ntab_length = 14.0\n"
+        "screw = 5.0\nresult = cq.Workplane()\n"
+    )
+    request = "a cable clip 18mm wide 4 mm wall for a 9mm cable, a 14 screw tab with a 5 mm hole"
+    assert values(bind_stated_numbers(clip, request))["width"] == 18.0
+
+
+def test_what_is_uncertain_or_unreadable_is_left_alone() -> None:
+    # "14 screw tab" names `screw` and `tab_length` alike.
+    clip = "import cadquery as cq\nscrew = 5.0\ntab_length = 12.0\nresult = cq.Workplane()\n"
+    assert bind_stated_numbers(clip, "a 14 screw tab") == clip
+    assert bind_stated_numbers("result = (", "a 12 mm thick plate") == "result = ("
+    unnamed = "import cadquery as cq\nresult = cq.Workplane().box(10, 10, 6)\n"
+    assert bind_stated_numbers(unnamed, "a 10 mm cube, 12 mm thick") == unnamed
+
+
+def test_what_a_request_states() -> None:
+    found = {s.value: s for s in stated_numbers("OD 110 mm / 3 cm centre bore, 6 Ø4.5 holes")}
+    assert set(found) == {110.0, 30.0, 6.0, 4.5}  # centimetres in millimetres
+    assert found[110.0].form == "measure" and found[6.0].form == "count"  # 6 of the Ø4.5
+    forms = [s.form for s in stated_numbers("a 14 screw tab, 4 holes dia 6, 24T, 50 x 24 mm")]
+    assert forms == ["number", "things", "measure", "number", "number", "measure"]
+    assert "thic" not in stated_numbers("24T gear")[0].stems  # "t" after a number: teeth
+    assert found[30.0].after >= {"cent", "bore"} and found[110.0].before == {"oute", "diam"}
+    assert stated_numbers("six holes")[0].form == "count"
+    assert asked_numbers("4x 3.5 holes, twelve teeth, M5") == {4, 3.5, 12, 5.5}
+
+
+def test_binding_never_changes_a_reference_and_restores_what_the_request_states() -> None:
+    # Every reference of a corpus draw is what its request asks: binding must leave each as it
+    # is. With one parameter spoilt, it either restores the reference or leaves the spoilt
+    # program alone (a parameter the request does not state cannot be restored); it never
+    # writes a third program.
+    from training.corpus.build import build_corpus
+    from training.corpus.families import families_for
+
+    families = families_for(["cad", "scene"])
+    tasks = list(build_corpus(4 * len(families), 5, families=families, split="val"))
+    restored = spoilt = 0
+    for task in tasks:
+        reference = task["reference"]
+        assert bind_stated_numbers(reference, task["prompt"]) == reference, task["prompt"]
+        for name, p in find_parameters(parse(reference)).items():
+            if p.type not in ("int", "float"):
+                continue
+            wrong = p.value + 1 if p.type == "int" else round(p.value * 1.3 + 1, 1)
+            spoilt_program = apply_parameters(reference, {name: wrong})
+            bound = bind_stated_numbers(spoilt_program, task["prompt"])
+            assert bound in (reference, spoilt_program), (task["prompt"], name)
+            restored += bound == reference
+            spoilt += 1
+    assert restored > spoilt / 3  # about half the parameters of a request are stated in it
