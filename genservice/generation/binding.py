@@ -20,7 +20,14 @@ Anything less certain is left to the model. Edits are not bound ("add 2 holes" i
 
 from __future__ import annotations
 
-from genservice.generation.stated import StatedNumber, name_stems, shared, stated_numbers
+from genservice.generation.stated import (
+    StatedNumber,
+    grid_counts,
+    name_stems,
+    shared,
+    stated_numbers,
+    stems,
+)
 from validators.cad.program import Parameter, ProgramError, apply_parameters, find_parameters, parse
 
 AFTER_WEIGHT = 3  # "18 mm wide": the words after a number name it more often than those before
@@ -37,7 +44,7 @@ def bind_stated_numbers(program: str, request: str) -> str:
         }
     except ProgramError:
         return program
-    overrides = bindings(stated_numbers(request), parameters)
+    overrides = bindings(stated_numbers(request), parameters, _grid(request, parameters))
     if not overrides:
         return program
     try:
@@ -47,11 +54,17 @@ def bind_stated_numbers(program: str, request: str) -> str:
 
 
 def bindings(
-    stated: list[StatedNumber], parameters: dict[str, Parameter]
+    stated: list[StatedNumber],
+    parameters: dict[str, Parameter],
+    grid: dict[str, float] | None = None,
 ) -> dict[str, int | float]:
-    """The parameters to set, by name: those the stated numbers claim with certainty."""
+    """The parameters to set, by name: those the stated numbers (and a stated grid's column
+    and row counts, by parameter) claim with certainty."""
+    grid = grid or {}
     current = {name: float(p.value) for name, p in parameters.items()}
     claims: dict[str, dict[float, int]] = {}
+    for name, value in grid.items():
+        claims[name] = {value: AFTER_WEIGHT}
     for number in stated:
         name = named_parameter(number, parameters) or _sole_count(number, stated, parameters)
         if name is not None:
@@ -78,14 +91,20 @@ def bindings(
         ]
 
     def protected(name: str) -> bool:
-        # Its value is a stated number that no other parameter holding it is named by: "top
+        # Its value is a stated number whose words name it, or name no other parameter: "top
         # 90 by 50" leaves `width = 90` alone, but "18mm wide ... a 14 screw tab" takes 14
-        # from `width` when `tab_length` holds it too.
-        value = current[name]
+        # from `width`, and "38mm wide ... vertical leg 50mm" takes 50.
         return any(
-            number.value == value
+            number.value == current[name]
             and _fits(number, parameters[name])
-            and not any(_score(number, other) > 0 for other in holders(name, value))
+            and (
+                _score(number, name) > 0
+                or not any(
+                    _score(number, other) > 0
+                    for other, p in parameters.items()
+                    if other != name and _fits(number, p)
+                )
+            )
             for number in stated
         )
 
@@ -110,9 +129,34 @@ def named_parameter(stated: StatedNumber, parameters: dict[str, Parameter]) -> s
     """The one parameter of the number's kind that its words name best (None when none or
     several tie)."""
     scores = {name: _score(stated, name) for name, p in parameters.items() if _fits(stated, p)}
+    # Bare digits count what follows them ("3 holes"); the words before name a measure
+    # ("block 2 narrower" is not two blocks).
+    if stated.form == "number":
+        for name, score in scores.items():
+            if parameters[name].type == "int" and score < AFTER_WEIGHT:
+                scores[name] = 0
     best = max(scores.values(), default=0)
     top = [name for name, score in scores.items() if score == best]
     return top[0] if best > 0 and len(top) == 1 else None
+
+
+def _grid(request: str, parameters: dict[str, Parameter]) -> dict[str, float]:
+    """ "a 4 x 3 grid" (columns by rows) for the program's column and row count parameters,
+    when it has exactly one of each."""
+    counts = grid_counts(request)
+    if counts is None:
+        return {}
+    found = {}
+    for stem, value in zip(("col", "row"), counts, strict=True):
+        names = [
+            n
+            for n, p in parameters.items()
+            if p.type == "int" and any(s.startswith(stem) for s in name_stems(n))
+        ]
+        if len(names) != 1:
+            return {}
+        found[names[0]] = value
+    return found
 
 
 def _sole_count(
@@ -122,8 +166,8 @@ def _sole_count(
     `grip_count`): the program's only count parameter, unless another stated count names it."""
     if stated.form != "count" or stated.written.lower() == "one":  # "one long edge"
         return None
-    if any(_score(stated, name) > 0 for name in parameters):  # "four 9 legs": `leg` is named
-        return None
+    if any(shared(stems([stated.counted]), name_stems(name)) for name in parameters):
+        return None  # "four 9 legs": the legs are `leg`'s, fixed in number
     counts = [name for name, p in parameters.items() if p.type == "int"]
     if len(counts) != 1:
         return None

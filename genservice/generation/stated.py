@@ -69,6 +69,7 @@ class StatedNumber:
     before: frozenset[str]
     form: str
     written: str = ""
+    counted: str = ""  # for a count, the plural noun after it ("holes" in "3 Ø6.5 holes")
 
     @property
     def stems(self) -> frozenset[str]:
@@ -107,7 +108,8 @@ def stated_numbers(text: str) -> list[StatedNumber]:
         # Nor do the words before them: "top 150 mm by 80 mm" is the top's length and width.
         chained = reach < 3
         before = frozenset() if chained else stems(_clause(tokens[:i][::-1], 2))
-        found.append(StatedNumber(value, after, before, form, token))
+        counted = next((w.lower() for w in _clause(tokens[i + 1 :], 4) if _plural(w.lower())), "")
+        found.append(StatedNumber(value, after, before, form, token, counted))
     return found
 
 
@@ -140,6 +142,29 @@ def _plural(word: str) -> bool:
     # "holes", "objects"; not "across", "this", "radius", "axis".
     singular = word.endswith(("ss", "us", "is")) or word in _FILLER
     return word.isalpha() and len(word) > 3 and word.endswith("s") and not singular
+
+
+_GRID = re.compile(
+    r"\b(\d+|[a-z]+)\s*(?:x|×|by)\s*(\d+|[a-z]+)\s+(?:grid|array|pattern)\b", re.IGNORECASE
+)
+
+
+def grid_counts(text: str) -> tuple[float, float] | None:
+    """The columns and rows of "a 4 x 3 grid" / "four by three array" (columns first, as
+    people write a grid), or None."""
+    match = _GRID.search(text)
+    if match is None:
+        return None
+    counts = [_count(word) for word in match.groups()]
+    if counts[0] is None or counts[1] is None:
+        return None
+    return counts[0], counts[1]
+
+
+def _count(word: str) -> float | None:
+    if word.isdigit():
+        return float(word)
+    return float(_WORDS[word.lower()]) if word.lower() in _WORDS else None
 
 
 def asked_numbers(text: str) -> set[float]:

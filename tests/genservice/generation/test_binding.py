@@ -108,3 +108,21 @@ def test_binding_never_changes_a_reference_and_restores_what_the_request_states(
             restored += bound == reference
             spoilt += 1
     assert restored > spoilt / 3  # about half the parameters of a request are stated in it
+
+
+def test_grids_counts_and_numbers_named_elsewhere() -> None:
+    # "four by three grid": columns by rows, as people write a grid.
+    plate = apply_parameters(PLATE, {"cols": 5, "rows": 1})
+    bound = values(bind_stated_numbers(plate, "a plate with 8.5 dia holes in a four by three grid"))
+    assert (bound["cols"], bound["rows"]) == (4, 3)
+    # A count whose words name no parameter: the program's only count parameter.
+    flange = (
+        "import cadquery as cq\nouter_d = 60.0\nbolt_count = 6\nbolt_d = 6.5\n"
+        "result = cq.Workplane().circle(outer_d / 2).extrude(5)\n"
+    )
+    request = "a 60 millimeters OD flange with 3 Ø6.5 through holes"
+    assert values(bind_stated_numbers(flange, request))["bolt_count"] == 3
+    # 50 is the vertical leg's ("vertical leg 50mm"), so `width` may give it up for "38mm wide".
+    bracket = "import cadquery as cq\nleg_a = 35.0\nleg_b = 80.0\nwidth = 50.0\nresult = 1\n"
+    request = "an angle bracket 38mm wide, horizontal leg 35 mm, vertical leg 50mm"
+    assert values(bind_stated_numbers(bracket, request))["width"] == 38.0
