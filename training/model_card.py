@@ -205,7 +205,8 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             "",
             report["summary"]["selection"]
             + "."
-            + (f" Sampling: {meta['steering']}." if meta.get("steering") else ""),
+            + (f" Sampling: {meta['steering']}." if meta.get("steering") else "")
+            + (f" Binding: {meta['binding']}." if meta.get("binding") else ""),
             "",
             markdown_table(report["summary"]),
         ]

@@ -137,7 +137,21 @@ def named_parameter(stated: StatedNumber, parameters: dict[str, Parameter]) -> s
                 scores[name] = 0
     best = max(scores.values(), default=0)
     top = [name for name, score in scores.items() if score == best]
-    return top[0] if best > 0 and len(top) == 1 else None
+    if best == 0:
+        return None
+    if len(top) > 1:  # "23 mm screw tab": the phrase is about the tab, not the screw
+        headed = [name for name in top if shared(stated.head, name_stems(name))]
+        top = headed if len(headed) == 1 else top
+    if len(top) > 1:  # "M5 holes": `bolt_d` is named whole, `bolt_circle_d` only in part
+        named = {name: _covered(stated, name) for name in top}
+        most = max(named.values())
+        top = [name for name in top if named[name] == most]
+    return top[0] if len(top) == 1 else None
+
+
+def _covered(stated: StatedNumber, name: str) -> float:
+    stems = name_stems(name)
+    return shared(stems, stated.stems) / len(stems) if stems else 0.0
 
 
 def _grid(request: str, parameters: dict[str, Parameter]) -> dict[str, float]:

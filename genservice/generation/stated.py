@@ -70,6 +70,7 @@ class StatedNumber:
     form: str
     written: str = ""
     counted: str = ""  # for a count, the plural noun after it ("holes" in "3 Ø6.5 holes")
+    head: frozenset[str] = frozenset()  # the stem of the noun the words after it end in
 
     @property
     def stems(self) -> frozenset[str]:
@@ -87,7 +88,8 @@ def stated_numbers(text: str) -> list[StatedNumber]:
         extra: list[str] = []
         following = [t.lower() for t in tokens[i + 1 : i + 3]]
         if _is_size(token):
-            value, form, extra = float(token[1:]) + 0.5, "measure", ["bolt", "hole"]
+            value, form = float(token[1:]) + 0.5, "measure"
+            extra = ["bolt", "hole", "diameter"]
         elif token[0].isdigit() and token[-1] in "xX":  # "8x holes": a count
             value, form = float(token[:-1]), "count"
         elif token[0].isdigit():
@@ -109,7 +111,8 @@ def stated_numbers(text: str) -> list[StatedNumber]:
         chained = reach < 3
         before = frozenset() if chained else stems(_clause(tokens[:i][::-1], 2))
         counted = next((w.lower() for w in _clause(tokens[i + 1 :], 4) if _plural(w.lower())), "")
-        found.append(StatedNumber(value, after, before, form, token, counted))
+        head = stems([_head(tokens[i + 1 :], reach)], letters=False)
+        found.append(StatedNumber(value, after, before, form, token, counted, head))
     return found
 
 
@@ -209,6 +212,21 @@ def named_numbers(source: str) -> dict[str, float]:
         for name, p in find_parameters(parse(source)).items()
         if isinstance(p.value, int | float) and not isinstance(p.value, bool)
     }
+
+
+_PREPOSITIONS = {"on", "with", "of", "for", "at", "in", "and", "to", "from", "around", "per"}
+
+
+def _head(tokens: Sequence[str], size: int) -> str:
+    """The last word of the phrase after a number, before a preposition: "tab" in "23 mm screw
+    tab with a hole", "holes" in "M5 holes on a 40 PCD", "teeth" in "24 teeth 11 mm bore"."""
+    head = ""
+    for token in tokens[:size]:
+        if not token.isalpha() or token.lower() in _PREPOSITIONS:
+            break  # punctuation, the next number or a preposition ends the phrase
+        if token.lower() not in _FILLER:
+            head = token
+    return head
 
 
 def _clause(tokens: Sequence[str], size: int) -> list[str]:

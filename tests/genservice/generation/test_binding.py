@@ -64,9 +64,12 @@ def test_a_duplicate_gives_way_to_the_parameter_the_words_name() -> None:
 
 
 def test_what_is_uncertain_or_unreadable_is_left_alone() -> None:
-    # "14 screw tab" names `screw` and `tab_length` alike.
-    clip = "import cadquery as cq\nscrew = 5.0\ntab_length = 12.0\nresult = cq.Workplane()\n"
-    assert bind_stated_numbers(clip, "a 14 screw tab") == clip
+    # "a 14 mm tab" names `tab_length` and `tab_width` alike.
+    clip = "import cadquery as cq\ntab_width = 5.0\ntab_length = 12.0\nresult = cq.Workplane()\n"
+    assert bind_stated_numbers(clip, "a 14 mm tab") == clip
+    # "a 14 screw tab" is a tab: the phrase ends in it.
+    clip = clip.replace("tab_width", "screw")
+    assert values(bind_stated_numbers(clip, "a 14 screw tab"))["tab_length"] == 14.0
     assert bind_stated_numbers("result = (", "a 12 mm thick plate") == "result = ("
     unnamed = "import cadquery as cq\nresult = cq.Workplane().box(10, 10, 6)\n"
     assert bind_stated_numbers(unnamed, "a 10 mm cube, 12 mm thick") == unnamed

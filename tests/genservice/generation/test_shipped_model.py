@@ -63,3 +63,23 @@ def test_the_shipped_model_refines_the_flange_as_asked(shipped, pool):
     assert result.valid, result.report.error
     assert result.program == JOURNEY_FLANGE.replace("thickness = 8.0", "thickness = 12.0")
     assert result.report.metrics["holes"] == 7
+
+
+def test_the_numbers_a_request_states_end_up_in_the_part(shipped, pool):
+    # A test-split request whose eight candidates all read "18mm wide" as 14 (the tab's
+    # number) before binding; binding writes 18 into `width`, where the words put it.
+    request = GenerationRequest(
+        prompt="a cable clip 18mm wide 4 mm wall for a 9mm cable a 5.5 millimetres opening on top "
+        "a 14 screw tab with a 5 millimetres hole",
+        spec={"bbox_mm": [31.0, 18.0, 16.543], "holes": 2, "solids": 1, "any_orientation": True},
+        n=8,
+        seed=0,
+        max_new_tokens=400,
+    )
+    result = generate(request, shipped, pool)
+    assert result.valid, result.report.error
+    values = {
+        name: info.get("value") if isinstance(info, dict) else info
+        for name, info in dict(result.report.parameters).items()
+    }
+    assert values["width"] == 18.0 and values["tab_length"] == 14.0 and values["wall"] == 4.0
