@@ -40,6 +40,8 @@ _SPELLED = {
     "long": "length",
     "deep": "depth",
     "apart": "spacing",
+    "hole": "hole bolt",
+    "holes": "holes bolt",
     "between": "spacing gap",
     "columns": "cols columns",
     "centres": "spacing pitch",
@@ -230,11 +232,15 @@ def _head(tokens: Sequence[str], size: int) -> str:
 
 
 def _clause(tokens: Sequence[str], size: int) -> list[str]:
-    """Up to `size` words of `tokens`, stopping at punctuation."""
+    """Up to `size` words of `tokens`, stopping at punctuation, and at a number once a word
+    has come ("M5 holes on 102 PCD": the PCD is 102's; "six M5 bolt holes": the holes are
+    six's too)."""
     words: list[str] = []
     for token in tokens:
         if token in ",;.:()/&" or len(words) == size:  # "×" is passed over, as "x" is
             break
         if token.isalpha():
             words.append(token)
+        elif token[:1].isdigit() and any(w.lower() not in _FILLER | {"ø"} for w in words):
+            break
     return words
