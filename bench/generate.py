@@ -34,9 +34,10 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 PROMPT = "A mounting plate 80 mm by 50 mm, 6 mm thick, with four 5 mm holes 8 mm from each corner."
+# A function name and argument no corpus task uses, so the shipped model needs steering to them.
 CODE_PROMPT = (
-    "Please implement dedupe(names) so that it returns `names` without duplicates. Keep the "
-    "first occurrence of each item, in the original order. Do not modify the input list."
+    "Please implement keep_first(people) so that it returns `people` without duplicates. Keep "
+    "the first occurrence of each item, in the original order. Do not modify the input list."
 )
 
 
@@ -147,7 +148,7 @@ def _steering(loaded: Any, args: argparse.Namespace) -> dict:
     from genservice.generation.sampler import sample
 
     messages = loaded.messages("code", CODE_PROMPT)
-    entry = EntryPoint.from_request(CODE_PROMPT, "dedupe")
+    entry = EntryPoint.from_request(CODE_PROMPT, "keep_first")
     settings = {"n": args.n, "seed": 0, "max_new_tokens": 256, "temperature": args.temperature}
     runs = {
         "free": lambda: sample(loaded, messages, **settings),
@@ -285,7 +286,7 @@ def main() -> None:
     out.print(table)
     out.print(
         f"code request: {steering['candidates_steered']} of {args.n} candidates steered to "
-        f"dedupe(names); {steering['steered_median_s']:.3f} s steered vs "
+        f"keep_first(people); {steering['steered_median_s']:.3f} s steered vs "
         f"{steering['free_median_s']:.3f} s free ({steering['steered_over_free']:.2f}x)"
     )
     split = summary["request_split"]
