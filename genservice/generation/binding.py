@@ -63,13 +63,13 @@ def bindings(
     grid = grid or {}
     current = {name: float(p.value) for name, p in parameters.items()}
     claims: dict[str, dict[float, int]] = {}
-    for name, value in grid.items():
-        claims[name] = {value: AFTER_WEIGHT}
+    for counted, value in grid.items():
+        claims[counted] = {value: AFTER_WEIGHT}
     for number in stated:
-        name = named_parameter(number, parameters) or _sole_count(number, stated, parameters)
-        if name is not None:
-            scores = claims.setdefault(name, {})
-            scores[number.value] = max(scores.get(number.value, 0), _score(number, name))
+        named = named_parameter(number, parameters) or _sole_count(number, stated, parameters)
+        if named is not None:
+            scores = claims.setdefault(named, {})
+            scores[number.value] = max(scores.get(number.value, 0), _score(number, named))
     # Of several numbers that claim one parameter, the one its words name most strongly wins
     # ("8.5 dia holes" over "2 by 2 grid of ... dia"); a tie leaves it in doubt. A parameter
     # that holds a number the request names it by is already right ("d=115 ... ID 23":
