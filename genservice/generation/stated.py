@@ -126,7 +126,9 @@ def _form(tokens: list[str], i: int) -> str:
     """The form of the number written in digits at tokens[i], from the tokens around it."""
     around = [t.lower() for t in tokens[i + 1 : i + 6]]
     nxt = around[0] if around else ""
-    if nxt in _UNITS or "." in tokens[i] or (i > 0 and tokens[i - 1].lower() in ("ø", "dia")):
+    previous = tokens[i - 1].lower() if i > 0 else ""
+    labelled = previous in ("ø", "dia") or (len(previous) == 1 and previous in _SPELLED)
+    if nxt in _UNITS or "." in tokens[i] or labelled:  # "12 mm", "8.5", "Ø20", "R6 corners"
         return "measure"
     if nxt in _TIMES:  # "50 x 24 mm", "2 by 2 grid": one of a set of sizes or counts
         return "number"

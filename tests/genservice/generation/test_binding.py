@@ -82,6 +82,7 @@ def test_what_a_request_states() -> None:
     forms = [s.form for s in stated_numbers("a 14 screw tab, 4 holes dia 6, 24T, 50 x 24 mm")]
     assert forms == ["number", "things", "measure", "number", "number", "measure"]
     assert "thic" not in stated_numbers("24T gear")[0].stems  # "t" after a number: teeth
+    assert stated_numbers("R6 corners")[0].form == "measure"  # a radius, not six corners
     assert found[30.0].after >= {"cent", "bore"} and found[110.0].before == {"oute", "diam"}
     assert stated_numbers("six holes")[0].form == "count"
     assert asked_numbers("4x 3.5 holes, twelve teeth, M5") == {4, 3.5, 12, 5.5}
