@@ -116,7 +116,7 @@ def eval_command(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from genservice.generation.binding import bind_stated_numbers
+    from genservice.generation.binding import bind_candidates
     from genservice.generation.entry_point import EntryPoint
     from genservice.generation.loader import ModelNotFoundError, default_model_dir, load_model
     from genservice.generation.prompts import clean_completion
@@ -153,9 +153,10 @@ def eval_command(args: argparse.Namespace) -> int:
             entry_point=steer_to(task),
         )
         programs = [clean_completion(c.text) for c in completions]
-        if args.bind == "on" and task["domain"] != "code" and not task.get("instruction"):
-            programs = [bind_stated_numbers(p, task["prompt"]) for p in programs]
-        return programs
+        if args.bind == "off":
+            return programs
+        edited = task.get("previous_program")
+        return bind_candidates(programs, task["domain"], task["prompt"], edited)
 
     limits, workers, isolation = sandbox_limits(None, args.workers)
     preload = (*DEFAULT_PRELOAD, "validators.code.guest")

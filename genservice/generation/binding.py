@@ -7,15 +7,19 @@ divider". The program is parametric, so the fix is the user's own move in the ed
 parameter. Binding does it for every candidate of a new CAD or scene request before validation,
 where the request leaves no doubt:
 
-- the words around the number name exactly one parameter best (stems in common, the words after
-  the number weighing three times those before: "18 mm wide" is `width`, "r = 3" `corner_r`);
-- the form of the number fits the parameter's type: a number word is a count (an int
-  parameter), a unit, a decimal or an M-size is a measure (a float parameter);
-- the parameter holds another value, and no other parameter the words also name holds this one;
-- no two stated numbers claim the same parameter.
+- the words around the number name one parameter best (stems in common, the words after the
+  number weighing three times those before: "18 mm wide" is `width`, "r = 3" `corner_r`; a tie
+  goes to the noun the phrase ends in, then to the name the words cover most);
+- the form of the number fits the parameter's type: a count (a number word, "8x", "4 Ø3.5
+  holes") an int parameter, a measure (a unit, a decimal, an M-size) a float one;
+- of several numbers that claim one parameter, the one its words name most strongly wins;
+- a parameter that holds a number the request names it by stays, and a number that other
+  parameters keep is not taken from them (two parameters may swap numbers);
+- "a 4 x 3 grid" gives columns and rows, and a count whose words name no parameter goes to the
+  program's only count parameter.
 
 Anything less certain is left to the model. Edits are not bound ("add 2 holes" is not
-`bolt_count = 2`): their instruction is relative to the previous program.
+`bolt_count = 2`): their instruction is relative to the previous program; nor is code.
 """
 
 from __future__ import annotations
@@ -31,6 +35,16 @@ from genservice.generation.stated import (
 from validators.cad.program import Parameter, ProgramError, apply_parameters, find_parameters, parse
 
 AFTER_WEIGHT = 3  # "18 mm wide": the words after a number name it more often than those before
+
+
+def bind_candidates(
+    programs: list[str], domain: str, request: str, previous_program: str | None = None
+) -> list[str]:
+    """The candidates of a request, each bound to the numbers it states when it is a new CAD
+    or scene request; code and edits as they are."""
+    if domain == "code" or previous_program is not None:
+        return programs
+    return [bind_stated_numbers(program, request) for program in programs]
 
 
 def bind_stated_numbers(program: str, request: str) -> str:

@@ -12,7 +12,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from genservice.generation.binding import bind_stated_numbers
+from genservice.generation.binding import bind_candidates
 from genservice.generation.entry_point import EntryPoint, check_entry_point
 from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, clean_completion
@@ -169,9 +169,12 @@ def sample_programs(
             else None
         ),
     )
-    programs = [clean_completion(c.text) for c in completions]
-    if request.domain != "code" and request.previous_program is None:
-        programs = [bind_stated_numbers(program, request.prompt) for program in programs]
+    programs = bind_candidates(
+        [clean_completion(c.text) for c in completions],
+        request.domain,
+        request.prompt,
+        request.previous_program,
+    )
     return [
         Sampled(program, c.finish_reason, len(c.tokens))
         for program, c in zip(programs, completions, strict=True)

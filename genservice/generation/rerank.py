@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from genservice.generation.stated import (
-    asked_labels,
     asked_numbers,
     name_stems,
     named_numbers,
     shared,
+    stated_numbers,
 )
 from validators.cad.program import ProgramError
 from validators.report import Report
@@ -152,8 +152,8 @@ def labelled(program: str, text: str, previous: str | None = None) -> int:
     except ProgramError:
         return 0
     score = 0
-    for value, stems in asked_labels(text):
-        names = [n for n, v in params.items() if v == value and old.get(n) != value]
-        if any(shared(frozenset(stems), name_stems(name)) for name in names):
+    for stated in stated_numbers(text):
+        names = [n for n, v in params.items() if v == stated.value and old.get(n) != v]
+        if any(shared(stated.stems, name_stems(name)) for name in names):
             score += 1
     return score

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from genservice.generation.rerank import (
     adherence,
-    asked_labels,
     asked_numbers,
     changed_lines,
     labelled,
     rerank,
 )
+from genservice.generation.stated import asked_labels
 from validators.cad.program import apply_parameters
 
 PREVIOUS = (
