@@ -2,7 +2,13 @@
 
 - pool:     the warm sandbox pool (one worker; cadquery already imported, a fork per script)
 - one-shot: one freshly started sandboxed interpreter per script (the slow reference)
-- floor:    in-process exec with no isolation at all (what the pool cannot beat)
+- floor:    in-process exec with no isolation at all (what the pool cannot beat): the same
+            build, hand-over and measurement, called directly in this process
+
+The pool and the one-shot path build in one process and measure in another that never ran the
+script (validators/cad/measurer.py); the hand-over between them is reported per script: its
+bytes, the builder's time to write it (timed here, in the floor) and the measurer's time to
+read it (median and p95).
 
 Each script is validated by the three ways in turn, so that machine noise hits all of them alike.
 The checks are the geometry checks (executes … bbox): printability and physics run on the host
@@ -18,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.progress import track
 
 from bench.cad_corpus import corpus
@@ -28,12 +35,13 @@ GEOMETRY = CadOptions(printability=False, physics=False)
 
 
 class InProcess:
-    """No isolation, no process: the guest runner called directly (the floor)."""
+    """No isolation, no process: build, hand over and measure called directly (the floor)."""
 
     def __init__(self) -> None:
-        from validators.cad import guest
+        from validators.cad import guest, measurer
 
-        self.guest = guest
+        self.guest, self.measurer = guest, measurer
+        self.write_ms: list[float] = []
 
     def run(
         self,
@@ -44,7 +52,11 @@ class InProcess:
     ) -> SandboxResult:
         started = time.monotonic()
         try:
-            payload = self.guest.run_cad_script(program, options or {})
+            shown = self.guest.execute_script(program, options or {})
+            written = time.perf_counter()
+            handover = self.guest.hand_over(shown)
+            self.write_ms.append((time.perf_counter() - written) * 1000)
+            payload = self.measurer.measure_cad(handover, options or {})
         except Exception as exc:
             return SandboxResult(
                 Status.ERROR,
@@ -52,6 +64,13 @@ class InProcess:
                 error={"kind": "exception", "message": str(exc), "line": None},
             )
         return SandboxResult(Status.OK, time.monotonic() - started, payload=payload)
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    """Median and 95th percentile of per-script figures."""
+    if not values:
+        return {"median": float("nan"), "p95": float("nan")}
+    return {"median": float(np.median(values)), "p95": float(np.percentile(values, 95))}
 
 
 def main() -> None:
@@ -66,6 +85,8 @@ def main() -> None:
     ways: dict[str, Any] = {"floor": InProcess(), "one-shot": OneShot()}
     seconds = {"pool": 0.0, "one-shot": 0.0, "floor": 0.0}
     verdicts: dict[str, list[bool]] = {name: [] for name in seconds}
+    handover_bytes: list[float] = []
+    read_ms: list[float] = []
     volumes: dict[str, list[float]] = {name: [] for name in seconds}
     with SandboxPool(size=1, limits=limits) as pool:
         ways["pool"] = pool
@@ -77,6 +98,9 @@ def main() -> None:
                 report = validate_cad(source, ways[way_name], limits=limits, options=GEOMETRY)
                 seconds[way_name] += time.perf_counter() - started
                 verdicts[way_name].append(report.valid)
+                if way_name == "pool" and "handover" in report.metrics:
+                    handover_bytes.append(report.metrics["handover"]["bytes"])
+                    read_ms.append(report.metrics["handover"]["read_ms"])
                 volumes[way_name].append(float(report.metrics.get("volume_mm3", 0.0)))
     rate = {name: len(scripts) / s for name, s in seconds.items()}
     disagreements = sum(
@@ -93,6 +117,11 @@ def main() -> None:
         "pool_speedup_vs_one_shot": seconds["one-shot"] / seconds["pool"],
         "pool_slowdown_vs_floor": seconds["pool"] / seconds["floor"],
         "disagreements": disagreements,
+        "handover": {
+            "bytes": _spread(handover_bytes),
+            "write_ms": _spread(ways["floor"].write_ms[1:]),  # the first was the warm-up
+            "read_ms": _spread(read_ms),
+        },
     }
     print(f"{len(scripts)} scripts, valid: {result['valid']}, disagreements: {disagreements}")
     for name in ("floor", "pool", "one-shot"):
@@ -101,6 +130,8 @@ def main() -> None:
     print(
         f"  pool is {result['pool_slowdown_vs_floor']:.2f}x the unsafe floor's time (goal <= 1.5x)"
     )
+    for name, spread in result["handover"].items():
+        print(f"  hand-over {name}: median {spread['median']:.3g}, p95 {spread['p95']:.3g}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
 

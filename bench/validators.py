@@ -82,10 +82,11 @@ def time_guest_checks(count: int) -> dict[str, float]:
     """Mean milliseconds per script of the checks computed inside the sandbox (run in-process)."""
     import cadquery as cq
 
-    from validators.cad import guest
+    from validators.cad import guest, measurer
 
     seconds = {
         "execute script": 0.0,
+        "hand-over (write + read the B-rep)": 0.0,
         "brep_valid (BRepAlgoAPI_Check)": 0.0,
         "tessellation (for watertight)": 0.0,
         "bbox + holes (for spec)": 0.0,
@@ -97,19 +98,22 @@ def time_guest_checks(count: int) -> dict[str, float]:
         started = time.perf_counter()
         exec(compile(source, "<program>", "exec"), namespace)
         seconds["execute script"] += time.perf_counter() - started
-        _kind, parts = guest.collect_parts([(shown[0] if shown else namespace["result"], None)])
+        started = time.perf_counter()
+        handover = guest.hand_over([(shown[0] if shown else namespace["result"], None)])
+        _kind, parts, _data = measurer.read_handover(handover, 64 << 20)
+        seconds["hand-over (write + read the B-rep)"] += time.perf_counter() - started
         for part in parts:
             solids = [solid for shape in part["shapes"] for solid in shape.Solids()]
             compound = cq.Compound.makeCompound(solids)
             started = time.perf_counter()
-            guest.invalid_reason(solids, compound, self_check=True)
+            measurer.invalid_reason(solids, compound, self_check=True)
             seconds["brep_valid (BRepAlgoAPI_Check)"] += time.perf_counter() - started
             started = time.perf_counter()
             box = compound.BoundingBox()
-            len(guest._hole_axes(compound))
+            len(measurer._hole_axes(compound))
             seconds["bbox + holes (for spec)"] += time.perf_counter() - started
             started = time.perf_counter()
-            guest._mesh(compound, box, {})
+            measurer._mesh(compound, box, {})
             seconds["tessellation (for watertight)"] += time.perf_counter() - started
     return {name: 1000 * s / len(scripts) for name, s in seconds.items()}
 

@@ -128,7 +128,11 @@ def export_script(
         fmt: _write_atomic(out_dir / (stem + SUFFIXES[fmt]), data) for fmt, data in contents.items()
     }
     checks = {"step": run.payload["step_check"]} if "step" in files else {}
-    manifest = write_manifest(provenance, files, report.to_dict(), out_dir, checks)
+    # Every file above was written from the B-rep the measurer read and measured: its digest
+    # ties the files to the Report.
+    handover = run.payload.get("handover") or {}
+    brep = {key: handover.get(key) for key in ("format", "bytes", "sha256")}
+    manifest = write_manifest(provenance, files, report.to_dict(), out_dir, checks, brep)
     return ExportResult(files, manifest, report, provenance, checks)
 
 

@@ -197,9 +197,10 @@ def build_manifest(
     files: dict[str, Path],
     report: dict[str, Any],
     checks: dict[str, Any] | None = None,
+    brep: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The manifest of an export: provenance, the Report, the exporters' own read-back checks
-    and the sha256 of each file."""
+    """The manifest of an export: provenance, the Report, the exporters' own read-back checks,
+    the sha256 of each file and of the B-rep they were all written from (`brep`)."""
     manifest: dict[str, Any] = {
         "manifest_version": MANIFEST_VERSION,
         "id": provenance.id,
@@ -210,6 +211,7 @@ def build_manifest(
         "generation": provenance.record.to_dict(),
         "report": report,
         "export_checks": checks or {},
+        "brep": brep,
         "software": software_versions(),
         "files": [
             {
@@ -231,10 +233,11 @@ def write_manifest(
     report: dict[str, Any],
     folder: Path,
     checks: dict[str, Any] | None = None,
+    brep: dict[str, Any] | None = None,
 ) -> Path:
     """Write the sidecar manifest next to the files; return its path."""
     path = folder / provenance.manifest_name
-    manifest = build_manifest(provenance, files, report, checks)
+    manifest = build_manifest(provenance, files, report, checks, brep)
     path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return path
 

@@ -5,8 +5,8 @@
   service and model stacks (fastapi, celery, sqlalchemy, transformers);
 - `exporters/` imports neither genservice nor training;
 - in `validators/` and `genservice/`, cadquery and OCP are imported at module top level only by
-  the sandbox's guest side (validators/cad/guest.py, validators/sandbox/guest/): the host imports
-  them lazily, if at all;
+  the sandbox's guest side (validators/cad/guest.py and measurer.py, validators/sandbox/guest/):
+  the host imports them lazily, if at all;
 - `genservice --help` loads neither torch nor cadquery.
 """
 
@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("genservice", "validators", "exporters", "training")
-GUEST_SIDE = ("validators/cad/guest.py", "validators/sandbox/guest/")
+GUEST_SIDE = ("validators/cad/guest.py", "validators/cad/measurer.py", "validators/sandbox/guest/")
 
 
 def _sources(*folders: str) -> list[Path]:

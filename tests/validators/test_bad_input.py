@@ -298,13 +298,22 @@ def test_nothing_leaks_from_one_run_to_the_next(guarded: SandboxPool) -> None:
 @pytest.mark.parametrize(
     "patch",
     [
-        "cq.Shape.Volume = lambda self: 1000.0",
-        "cq.Shape.isValid = lambda self: True",
-        "import validators.cad.guest as g\ng.describe_part = lambda part, options: {}",
+        "cq.Shape.Volume = lambda self: 5.0",
+        "cq.Shape.isValid = lambda self: False",
+        "import validators.cad.measurer as m\nm.describe_part = lambda part, options: {}",
     ],
 )
-def test_patching_what_measures_the_shape_is_caught(guarded: SandboxPool, patch: str) -> None:
-    report = invalid(guarded, f"import cadquery as cq\n{patch}\n" + GOOD)
+def test_patching_what_measures_the_shape_changes_no_fact(guarded: SandboxPool, patch: str) -> None:
+    # The builder measures nothing: the measurer, which never ran the script, reads its B-rep.
+    report = validate_cad(f"import cadquery as cq\n{patch}\n" + GOOD, guarded, limits=LIMITS)
+    assert report.valid, report.error
+    assert report.metrics["volume_mm3"] == pytest.approx(1000.0)
+
+
+def test_replacing_the_handover_code_is_caught(guarded: SandboxPool) -> None:
+    # Defence in depth only (a new __code__ is not caught, and is harmless: test_forgery.py).
+    patch = "import validators.cad.guest as g\ng.collect_parts = lambda objects: ('part', [])\n"
+    report = invalid(guarded, patch + GOOD)
     assert report.error and report.error.kind == "tamper"
 
 

@@ -255,6 +255,9 @@ def run_cad(
         checks = {"executes": Check(0.0, False, {"status": "no usable result"})}
         kind, message = problem["kind"], problem["message"]
         return CadRun(_failure(domain, kind, message, None, checks, metrics, params), None)
+    # What the measurer read: size and digest of the B-rep every fact (and export) comes from.
+    if isinstance(payload.get("handover"), dict):
+        metrics["handover"] = payload["handover"]
     try:
         report = _check_geometry(payload, metrics, params, spec, reference, options, domain)
     except (MeshError, KeyError, TypeError, ValueError) as exc:

@@ -20,6 +20,10 @@ class Limits:
     tmp_mb: int = 256  # total size of the private temporary directory
     output_bytes: int = 64 * 1024  # per stream (stdout, stderr); the rest is dropped
     payload_mb: int = 128  # structured result sent back by the runner
+    # The measuring phase of a CAD run (validators/cad/measurer.py): the largest hand-over it
+    # reads, and how long it may take to read and measure it (after wall_s; defaults to wall_s).
+    handover_mb: int = 64
+    measure_s: float | None = None
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -35,6 +39,11 @@ class Limits:
         """CPU-time limit actually applied."""
         return self.cpu_s if self.cpu_s is not None else self.wall_s
 
+    @property
+    def measure_seconds(self) -> float:
+        """Wall-clock limit of the measuring phase actually applied."""
+        return self.measure_s if self.measure_s is not None else self.wall_s
+
     def with_(self, **changes: Any) -> Limits:
         """A copy with some fields changed (and checked)."""
         return replace(self, **changes)
@@ -43,4 +52,5 @@ class Limits:
         """The limits as sent to the sandbox."""
         data = asdict(self)
         data["cpu_s"] = self.cpu_seconds
+        data["measure_s"] = self.measure_seconds
         return data

@@ -137,7 +137,7 @@ def _job(
 
 
 def _exchange(worker: Worker, job: dict[str, Any], limits: Limits, started: float) -> SandboxResult:
-    deadline = time.monotonic() + limits.wall_s + REPLY_GRACE_S
+    deadline = time.monotonic() + limits.wall_s + limits.measure_seconds + REPLY_GRACE_S
     reply = worker.request(
         job, deadline, limit=(limits.payload_mb << 20) + 4 * limits.output_bytes + (1 << 20)
     )

@@ -1,8 +1,11 @@
-"""The forked child of a run: drop to the run's limits, run the program through a runner, report.
+"""The forked children of a run: drop to the run's limits, run one phase, report.
 
-Everything here executes in the same process as the untrusted program, after the sandbox's
-isolation is in place. The result record goes to a pipe the worker reads; a missing record is
-a failure, so a program that exits early cannot pass for one that finished.
+A run has one or two phases, each in its own process forked from the clean worker. The *builder*
+executes the untrusted program through a runner; for runners that have a measurer, its result is
+only a hand-over (B-rep bytes and plain data), which the *measurer*, a second child that never
+ran the program, reads and measures. Every fact a host receives comes from the last phase. Each
+record goes to a pipe the worker reads; a missing record is a failure, so a program that exits
+early cannot pass for one that finished.
 """
 
 from __future__ import annotations
@@ -23,18 +26,27 @@ PROGRAM_FILENAME = "<program>"
 # Runner name -> "module:function". A runner takes (source, options) and returns a JSON-able dict.
 RUNNERS: dict[str, str] = {
     "python": "validators.sandbox.guest.harness:run_python",
-    "cad": "validators.cad.guest:run_cad_script",
-    "cad_step": "validators.cad.guest:load_step_file",
+    "cad": "validators.cad.guest:build_cad_script",
+    "cad_step": "validators.cad.guest:build_step_file",
     "code": "validators.code.guest:run_code_task",
-    # Export reuses the CAD run and adds normals and STEP (the exporters' guest side).
-    "cad_export": "exporters.cad_guest:run_cad_export",
+    "cad_export": "validators.cad.guest:build_cad_script",
+}
+# Runner name -> "module:function" of its measurer, which takes (hand-over, options) and returns
+# the payload. A runner without one reports from the builder (code tasks keep the candidate in a
+# process of its own inside the phase, see validators/code/guest.py).
+MEASURERS: dict[str, str] = {
+    "cad": "validators.cad.measurer:measure_cad",
+    "cad_step": "validators.cad.measurer:measure_cad",
+    # Export measures like validation and adds normals and STEP (the exporters' measuring side).
+    "cad_export": "exporters.cad_guest:measure_cad_export",
 }
 
 
-def resolve_runner(name: str) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
-    """Import the runner function registered under `name`."""
-    module_name, _, function = RUNNERS[name].partition(":")
-    runner: Callable[[str, dict[str, Any]], dict[str, Any]] = getattr(
+def resolve_runner(name: str, phase: str = "build") -> Callable[[Any, dict[str, Any]], Any]:
+    """Import the function registered under `name` for a phase ("build" or "measure")."""
+    table = MEASURERS if phase == "measure" else RUNNERS
+    module_name, _, function = table[name].partition(":")
+    runner: Callable[[Any, dict[str, Any]], Any] = getattr(
         importlib.import_module(module_name), function
     )
     return runner
@@ -115,13 +127,15 @@ def child_main(job: dict[str, Any], run_dir: str, result_fd: int, out_fd: int, e
         import tempfile
 
         tempfile.tempdir = run_dir
-        runner = resolve_runner(job["runner"])
+        phase = job.get("phase", "build")
+        runner = resolve_runner(job["runner"], phase)
         apply_limits(job["limits"])
     except BaseException as exc:  # the harness itself failed: not the program's fault
         _finish(result_fd, origin, {"status": "sandbox_error", "error": describe_exception(exc)})
     record: dict[str, Any]
     try:
-        payload = runner(job["program"], job.get("options") or {})
+        given = job["handover"] if phase == "measure" else job["program"]
+        payload = runner(given, job.get("options") or {})
         record = {"status": "ok", "payload": payload}
     except MemoryError:
         record = {

@@ -9,6 +9,7 @@ it cannot be killed from inside, and `kill(-1)` ends every process a run left be
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import errno
 import gc
@@ -110,6 +111,45 @@ def kill_everything_else() -> None:
             time.sleep(0.001)
 
 
+def _alive_pids(keep: int) -> list[int]:
+    """Processes of this sandbox but the worker and `keep` that can still run (no zombies)."""
+    if os.getpid() == 1:
+        candidates = [
+            int(e) for e in os.listdir("/proc") if e.isdigit() and int(e) not in (1, keep)
+        ]
+    else:
+        candidates = [pid for pid in _descendants(os.getpid()) if pid != keep]
+    alive = []
+    for pid in candidates:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                state = stat.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            alive.append(pid)
+    return alive
+
+
+def kill_all_but(keep: int) -> None:
+    """SIGKILL every process of the run except the measurer `keep`, without waiting for exits.
+
+    A process with SIGKILL pending never runs user code again, and the kernel refuses a fork
+    while a fatal signal is pending, so a pass that finds nothing new means none is left to act.
+    """
+    killed: set[int] = set()
+    for _ in range(100):
+        fresh = [pid for pid in _alive_pids(keep) if pid not in killed]
+        if not fresh:
+            return
+        for pid in fresh:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            killed.add(pid)
+
+
 def _reap_all() -> None:
     while True:
         try:
@@ -188,14 +228,28 @@ class Spare:
     out_r: int
     err_r: int
 
+    def fds(self) -> tuple[int, ...]:
+        """The worker's ends of this spare's pipes."""
+        return (self.job_w, self.result_r, self.out_r, self.err_r)
+
+
+@dataclass
+class Spares:
+    """The two children of the next run: the builder runs the program, the measurer reads what
+    it handed over. Both are forked from the clean worker before the run starts."""
+
+    builder: Spare
+    measurer: Spare
+
 
 def _set_name(name: bytes) -> None:
     libc = ctypes.CDLL(None)
     libc.prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
 
 
-def prefork() -> Spare:
-    """Fork the next run's child now, from the clean worker, so the fork is off the critical path.
+def prefork(close: tuple[int, ...] = ()) -> Spare:
+    """Fork one child of the next run now, from the clean worker, so the fork is off the critical
+    path; `close` are descriptors of other spares the child must not keep.
 
     Called only after the previous run has been killed and cleaned up, so the spare inherits
     nothing of it.
@@ -207,7 +261,7 @@ def prefork() -> Spare:
     pid = os.fork()
     if pid == 0:
         try:
-            for fd in (job_w, result_r, out_r, err_r):
+            for fd in (job_w, result_r, out_r, err_r, *close):
                 os.close(fd)
             _set_name(SPARE_NAME)
             job = read_message(job_r)
@@ -220,6 +274,12 @@ def prefork() -> Spare:
     for fd in (job_r, result_w, out_w, err_w):
         os.close(fd)
     return Spare(pid, job_w, result_r, out_r, err_r)
+
+
+def prefork_both() -> Spares:
+    """The measurer first, then the builder, which closes the measurer's pipes at once."""
+    measurer = prefork()
+    return Spares(builder=prefork(close=measurer.fds()), measurer=measurer)
 
 
 def _decode_record(capture: Capture) -> dict[str, Any] | None:
@@ -277,23 +337,41 @@ def build_reply(
     return reply
 
 
-def supervise(job: dict[str, Any], spare: Spare, send: Callable[[dict[str, Any]], None]) -> None:
-    """Run one job in the spare child, send the reply as soon as it is known, then clean up.
+@dataclass
+class Watched:
+    """One child watched through its run: what it wrote, and how it ended (so far)."""
 
-    When the child has delivered its whole result and closed its streams, the reply goes out
-    before the child's exit is reaped: tearing down a large address space takes milliseconds
-    the host can spend reading the reply. The next job is read only after the cleanup.
+    pid: int
+    pidfd: int
+    streams: dict[str, Capture]
+    started: float
+    verdict: tuple[str, str] | None = None
+    done_early: bool = False
+    status: int | None = None
+    cpu_used: float = 0.0
+    peak_mb: float = 0.0
+    ended: float | None = None
+    finished: bool = False
+
+    def duration(self) -> float:
+        """Seconds from the hand-over of the job to its report (or its end)."""
+        return (self.ended or time.monotonic()) - self.started
+
+
+def watch(
+    spare: Spare, job: dict[str, Any], wall_s: float, disk: tuple[str, int] | None
+) -> Watched:
+    """Hand `job` to the spare and follow it until it has reported, exited or broken a limit.
+
+    A limit broken (time, result size, disk) kills every process of the run. `disk` is the run
+    directory and its baseline usage, for the builder's temp-space limit.
     """
     limits = job["limits"]
-    snapshot = _snapshot()
-    run_dir = tempfile.mkdtemp(prefix="run-", dir=tempfile.gettempdir())
-    baseline = _disk_used(run_dir)
-    pid = spare.pid
     started = time.monotonic()
     try:
-        write_message(spare.job_w, {**job, "run_dir": run_dir})
+        write_message(spare.job_w, job)
     except OSError:
-        pass  # the spare is gone; its exit status below says so
+        pass  # the spare is gone; its exit status says so
     os.close(spare.job_w)
     payload_cap = int(limits["payload_mb"]) * 1024 * 1024
     streams = {
@@ -303,55 +381,200 @@ def supervise(job: dict[str, Any], spare: Spare, send: Callable[[dict[str, Any]]
     }
     for capture in streams.values():
         os.set_blocking(capture.fd, False)
-    pidfd = os.pidfd_open(pid)
-    deadline = started + float(limits["wall_s"])
-    verdict: tuple[str, str] | None = None
-    exited = done_early = False
+    watched = Watched(spare.pid, os.pidfd_open(spare.pid), streams, started)
+    deadline = started + wall_s
+    exited = False
     while not exited:
-        readable = [c.fd for c in streams.values() if c.open] + [pidfd]
+        readable = [c.fd for c in streams.values() if c.open] + [watched.pidfd]
         remaining = deadline - time.monotonic()
         ready, _, _ = select.select(readable, [], [], max(0.0, min(POLL_S, remaining)))
         for capture in streams.values():
             if capture.open and capture.fd in ready:
                 capture.pump()
-        exited = pidfd in ready
+        exited = watched.pidfd in ready
         if streams["result"].truncated:
-            verdict = ("error", f"the result was larger than {limits['payload_mb']} MB")
-        elif _disk_used(run_dir) - baseline > int(limits["tmp_mb"]) * 1024 * 1024:
-            verdict = ("killed", f"the program wrote more than {limits['tmp_mb']} MB to disk")
+            watched.verdict = ("error", f"the result was larger than {limits['payload_mb']} MB")
+        elif disk and _disk_used(disk[0]) - disk[1] > int(limits["tmp_mb"]) * 1024 * 1024:
+            watched.verdict = (
+                "killed",
+                f"the program wrote more than {limits['tmp_mb']} MB to disk",
+            )
         elif time.monotonic() >= deadline and not exited:
-            verdict = ("timeout", f"the program ran longer than {limits['wall_s']:g} s")
-        if verdict:
+            watched.verdict = ("timeout", f"the program ran longer than {wall_s:g} s")
+        if watched.verdict:
             kill_everything_else()
             break
         if not any(c.open for c in streams.values()) and _decode_record(streams["result"]):
-            done_early = True  # the harness closed everything after its record: it is exiting
+            watched.done_early = True  # the harness closed everything after its record: it exits
+            record = _decode_record(streams["result"]) or {}
+            watched.peak_mb = float(record.get("peak_memory_mb") or 0.0)
             break
-    replied = False
-    if done_early:
-        record = _decode_record(streams["result"]) or {}
-        peak = float(record.get("peak_memory_mb") or 0.0)
-        send(build_reply(limits, streams, time.monotonic() - started, peak, None, None, 0.0))
-        replied = True
-    _, status, usage = os.wait4(pid, 0)
-    duration = time.monotonic() - started
-    kill_everything_else()  # whatever the run left behind
-    _reap_all()
-    os.close(pidfd)
-    for capture in streams.values():
+    watched.ended = time.monotonic()
+    return watched
+
+
+def finish(watched: Watched) -> None:
+    """Reap the watched child (killed first if it is still running) and read its streams out."""
+    if watched.finished:
+        return
+    watched.finished = True
+    if watched.done_early:  # it is exiting; one that closed everything but runs on must not wait
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(watched.pid, signal.SIGKILL)
+    if watched.status is None:
+        _, watched.status, usage = os.wait4(watched.pid, 0)
+        watched.cpu_used = usage.ru_utime + usage.ru_stime
+        watched.peak_mb = watched.peak_mb or usage.ru_maxrss / 1024
+    os.close(watched.pidfd)
+    for capture in watched.streams.values():
         if capture.open:
             os.set_blocking(capture.fd, True)
         while capture.open:
             capture.pump()
+
+
+def reply_for(limits: dict[str, Any], watched: Watched) -> dict[str, Any]:
+    """The reply a watched child's record (or its end) makes."""
+    status = None if watched.done_early else watched.status
+    return build_reply(
+        limits,
+        watched.streams,
+        watched.duration(),
+        watched.peak_mb,
+        watched.verdict,
+        status,
+        watched.cpu_used,
+    )
+
+
+def measured_reply(
+    build: dict[str, Any], measured: dict[str, Any], seconds: float
+) -> dict[str, Any]:
+    """The builder's reply (its output, time and memory) with the measurer's payload as facts.
+
+    The builder's own payload, the hand-over, never reaches the host as facts: only the
+    measurer's does. A measurer that failed makes the run fail with kind "handover".
+    """
+    reply = {**build, "payload": None, "measure_s": round(seconds, 4)}
+    payload = measured.get("payload")
+    if measured.get("status") == "ok" and isinstance(payload, dict):
+        reply["payload"] = payload
+        return reply
+    error = measured.get("error") or {}
+    why = error.get("message") or f"it ended with status {measured.get('status')}"
+    reply["status"] = "error"
+    reply["error"] = {
+        "kind": "handover",
+        "message": f"what the program handed over could not be measured: {why}",
+        "line": None,
+    }
+    return reply
+
+
+def _signalled_from_outside(status: int | None) -> bool:
+    """Whether a child ended by a signal it did not raise (not a crash, not its CPU limit)."""
+    if status is None or not os.WIFSIGNALED(status):
+        return False
+    own = (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGABRT, signal.SIGFPE)
+    return os.WTERMSIG(status) not in (*own, signal.SIGXCPU)
+
+
+def _ready_measurer(spare: Spare, close: tuple[int, ...]) -> Spare:
+    """The measurer spare, or a fresh one forked now if the program killed it.
+
+    The program could signal the spare (same uid) but never reach its memory or pipes: a stopped
+    spare is continued, a dead one replaced, so a run cannot deny its own measurement.
+    """
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(spare.pid, signal.SIGCONT)
+    try:
+        pid, _ = os.waitpid(spare.pid, os.WNOHANG)
+    except ChildProcessError:
+        pid = spare.pid
+    if pid == 0:
+        return spare  # alive, waiting for its job
+    discard(spare)
+    return prefork(close=close)
+
+
+def discard(spare: Spare) -> None:
+    """Close the worker's ends of a spare that was not used (its process is killed with the run)."""
+    for fd in spare.fds():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def supervise(job: dict[str, Any], spares: Spares, send: Callable[[dict[str, Any]], None]) -> None:
+    """Run one job: the builder runs the program; a runner with a measurer then has its hand-over
+    measured by the second spare. The reply goes out as soon as it is known, then all is cleaned.
+
+    Before the measurer reads a byte, every process of the builder's is killed: what measures
+    never runs beside what was measured. The next job is read only after the cleanup.
+    """
+    limits = job["limits"]
+    snapshot = _snapshot()
+    run_dir = tempfile.mkdtemp(prefix="run-", dir=tempfile.gettempdir())
+    baseline = _disk_used(run_dir)
+    build = watch(
+        spares.builder, {**job, "run_dir": run_dir}, float(limits["wall_s"]), (run_dir, baseline)
+    )
+    measurer = harness.MEASURERS.get(job["runner"])
+    if not (build.done_early or build.verdict):
+        # It exited by itself, its record perhaps still in the pipe, which a process it left
+        # may hold open: kill those first, then read the pipe to its end.
+        kill_all_but(spares.measurer.pid)
+        finish(build)
+    record = None if build.verdict else _decode_record(build.streams["result"])
+    handover = (record or {}).get("payload") if (record or {}).get("status") == "ok" else None
+    replied = False
+    if measurer and isinstance(handover, dict) and "problem" not in handover:
+        kill_all_but(spares.measurer.pid)  # the builder and all it started, before measuring
+        still_open = tuple(c.fd for c in build.streams.values() if c.open)
+        spares.measurer = _ready_measurer(spares.measurer, still_open)
+        measure_s = float(limits.get("measure_s") or limits["wall_s"])
+        measure_dir = tempfile.mkdtemp(prefix="measure-", dir=tempfile.gettempdir())
+        measure_job = {
+            "runner": job["runner"],
+            "phase": "measure",
+            "handover": handover,
+            "options": {**(job.get("options") or {}), "handover_mb": limits.get("handover_mb")},
+            "limits": {**limits, "wall_s": measure_s, "cpu_s": measure_s},
+            "run_dir": measure_dir,
+        }
+        measure = watch(spares.measurer, measure_job, measure_s, None)
+        if not (measure.done_early or measure.verdict):
+            finish(measure)
+            if _signalled_from_outside(measure.status):
+                # Killed before it reported: the program may have signalled it on its way out
+                # (it was dying, not yet dead, when checked). Once more, with a fresh measurer.
+                spares.measurer = prefork(close=still_open)
+                measure = watch(spares.measurer, measure_job, measure_s, None)
+        if measure.verdict and measure.verdict[0] == "timeout":
+            measure.verdict = ("timeout", f"measuring took longer than {measure_s:g} s")
+        if measure.done_early:
+            measured = _decode_record(measure.streams["result"]) or {}
+            send(measured_reply(reply_for(limits, build), measured, measure.duration()))
+            replied = True
+        finish(measure)
+        finish(build)
+        kill_everything_else()
+        _reap_all()
+        if not replied:
+            ended = reply_for(limits, measure)
+            send(measured_reply(reply_for(limits, build), ended, measure.duration()))
+        shutil.rmtree(measure_dir, ignore_errors=True)
+    else:
+        discard(spares.measurer)
+        if build.done_early:
+            send(reply_for(limits, build))
+            replied = True
+        finish(build)
+        kill_everything_else()  # whatever the run left behind, and the unused measurer
+        _reap_all()
+        if not replied:
+            send(reply_for(limits, build))
     shutil.rmtree(run_dir, ignore_errors=True)
     _restore(snapshot)
-    if not replied:
-        cpu_used = usage.ru_utime + usage.ru_stime
-        send(
-            build_reply(
-                limits, streams, duration, usage.ru_maxrss / 1024, verdict, status, cpu_used
-            )
-        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -382,7 +605,7 @@ def main(argv: list[str] | None = None) -> None:
         sent[0] += 1
         write_message(proto_out, reply)
 
-    spare = prefork()
+    spares = prefork_both()
     while True:
         try:
             job = read_message(proto_in)
@@ -393,14 +616,14 @@ def main(argv: list[str] | None = None) -> None:
             return
         replies_before = sent[0]
         try:
-            supervise(job, spare, send)
+            supervise(job, spares, send)
         except OSError as exc:  # the run could not be supervised
             if sent[0] == replies_before:
                 message = f"{errno.errorcode.get(exc.errno or 0, '')} {exc}"
                 send({"status": "sandbox_error", "error": {"kind": "sandbox", "message": message}})
         if args.once:
             return
-        spare = prefork()  # while the host reads the reply
+        spares = prefork_both()  # while the host reads the reply
 
 
 if __name__ == "__main__":
