@@ -52,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("--reference", type=Path, help="reference shape (.py, .step or .stl)")
     validate.add_argument(
+        "--request",
+        metavar="TEXT",
+        help="the request's words: also check the part against the sizes and counts they ask",
+    )
+    validate.add_argument(
         "--param",
         action="append",
         default=[],
@@ -185,8 +190,10 @@ def _validate(args: argparse.Namespace) -> int:
     if args.domain == "code":
         if args.tests is None or not args.entry_point:
             raise UsageError("--domain code needs --tests FILE and --entry-point NAME")
-        if args.spec or args.reference or args.param:
-            raise UsageError("--spec, --reference and --param apply to cad and scene, not code")
+        if args.spec or args.reference or args.param or args.request:
+            raise UsageError(
+                "--spec, --reference, --param and --request apply to cad and scene, not code"
+            )
         try:
             tests = args.tests.read_text()
         except (OSError, UnicodeDecodeError) as exc:
@@ -195,6 +202,11 @@ def _validate(args: argparse.Namespace) -> int:
         raise UsageError("--tests and --entry-point apply to --domain code")
     params = parse_params(args.param)
     spec = _load_spec(args.spec)
+    request = None
+    if args.request and args.domain != "code":
+        from genservice.generation.asked import asked_items
+
+        request = asked_items(args.request, args.domain) or None
     limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
     workers = min(workers, len(files) + (args.reference is not None))
     with open_pool(workers, limits, isolation, args.domain) as pool:
@@ -229,6 +241,7 @@ def _validate(args: argparse.Namespace) -> int:
                 parameters=params,
                 limits=limits,
                 domain=args.domain,
+                request=request,
             )
 
         if len(files) == 1:
@@ -252,7 +265,11 @@ def _render(path: Path, report: Any) -> str:
     from rich.table import Table
 
     console = Console(file=io.StringIO(), record=True, width=110)
+    from validators.cad.request import missed_only_the_request
+
     verdict = "[bold green]VALID[/]" if report.valid else "[bold red]INVALID[/]"
+    if missed_only_the_request(report):
+        verdict = "[bold yellow]NOT AS ASKED[/] (sound geometry)"
     console.print(f"{path}: {verdict}  reward {report.reward:.3f}")
     if report.error:
         where = f" (line {report.error.line})" if report.error.line else ""

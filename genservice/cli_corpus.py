@@ -58,6 +58,32 @@ def add_corpus_commands(sub: Any) -> None:
         help="let a train-split parameter set come back worded anew, up to K rows each, so that "
         "families with few parameter sets (code) fill their share (default 1: once each)",
     )
+    build.add_argument(
+        "--compositional",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="draw this share of the N tasks from the compositional grammar (sketches, solids "
+        "and features composed; its own ood split), spread through the corpus (0-1; default 0: "
+        "the corpus is what it was without it)",
+    )
+    build.add_argument(
+        "--repair",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="follow this share of cad/scene tasks with a repair task: the program broken as "
+        "models break it, run in the sandbox for its real error, the working program as the "
+        "target (0-1)",
+    )
+    build.add_argument(
+        "--verify",
+        action="store_true",
+        help="run every compositional task's reference in the sandbox and drop those that fail "
+        "(the summary says how many)",
+    )
+    build.add_argument("--workers", type=int, help="sandbox workers for --repair and --verify")
+    build.add_argument("--timeout", type=float, help="sandbox seconds per program")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     build.add_argument("--json", action="store_true", help="print the summary as JSON")
     families = actions.add_parser("families", help="list the task families")
@@ -85,15 +111,22 @@ def _families(args: argparse.Namespace) -> int:
     from training.corpus.families import FamilyError, all_families
 
     try:
-        families = all_families(_split_list(args.domains))
+        families = all_families(_split_list(args.domains), opt_in=True)
     except FamilyError as exc:
         raise UsageError(str(exc)) from exc
     if args.json:
-        rows = [{"name": f.name, "domain": f.domain, "held_out": f.held_out} for f in families]
+        rows = [
+            {"name": f.name, "domain": f.domain, "held_out": f.held_out}
+            | ({"opt_in": True} if getattr(f, "opt_in", False) else {})
+            for f in families
+        ]
         print(json.dumps(rows, indent=2))
         return 0
     for family in families:
-        print(f"{family.domain:>5}  {family.name}{'  (held out: ood)' if family.held_out else ''}")
+        note = "  (held out: ood)" if family.held_out else ""
+        if getattr(family, "opt_in", False):
+            note = f"  (opt-in: --compositional SHARE or --families {family.name}; own ood split)"
+        print(f"{family.domain:>5}  {family.name}{note}")
     return 0
 
 
@@ -108,24 +141,27 @@ def _check_output(path: Path) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from training.corpus.build import write_corpus
-
     if args.n < 1:
         raise UsageError(f"--n must be at least 1, got {args.n}")
     _check_output(args.output)
+    for name in ("compositional", "repair"):
+        share = getattr(args, name)
+        if not 0.0 <= share <= 1.0:
+            raise UsageError(f"--{name} is a share between 0 and 1, got {share}")
+    sandbox: dict[str, Any] = {}
+    if args.repair or args.verify:
+        from genservice.cli_common import open_pool, sandbox_limits
+
+        limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
+        sandbox = {"limits": limits, "workers": workers, "isolation": isolation}
     try:
-        summary = write_corpus(
-            args.output,
-            args.n,
-            args.seed,
-            families=_split_list(args.families),
-            domains=_split_list(args.domains),
-            split=args.split,
-            progress=not args.quiet and not args.json,
-            edits=args.edits,
-            unstated=args.unstated,
-            phrasings=args.phrasings,
-        )
+        if sandbox:
+            with open_pool(
+                sandbox["workers"], sandbox["limits"], sandbox["isolation"], "cad"
+            ) as pool:
+                summary = _write(args, pool, sandbox["workers"], sandbox["limits"])
+        else:
+            summary = _write(args, None, 1, None)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     except OSError as exc:
@@ -143,8 +179,31 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write(args: argparse.Namespace, pool: Any, workers: int, limits: Any) -> Any:
+    from training.corpus.build import write_corpus
+
+    return write_corpus(
+        args.output,
+        args.n,
+        args.seed,
+        families=_split_list(args.families),
+        domains=_split_list(args.domains),
+        split=args.split,
+        progress=not args.quiet and not args.json,
+        edits=args.edits,
+        unstated=args.unstated,
+        phrasings=args.phrasings,
+        compositional=args.compositional,
+        repair=args.repair,
+        verify=args.verify,
+        pool=pool,
+        workers=workers,
+        limits=limits,
+    )
+
+
 def _summary_json(summary: Any) -> dict[str, Any]:
-    return {
+    found = {
         "path": str(summary.path),
         "rows": summary.rows,
         "requested": summary.requested,
@@ -153,6 +212,13 @@ def _summary_json(summary: Any) -> dict[str, Any]:
             for name, counts in summary.counts.items()
         },
     }
+    if summary.repairs or summary.repairs_discarded or summary.invalid_sources:
+        found["repairs"] = dict(summary.repairs)
+        found["repairs_discarded"] = dict(summary.repairs_discarded)
+        found["repair_sources_invalid"] = summary.invalid_sources
+    if summary.dropped:
+        found["dropped"] = dict(summary.dropped)
+    return found
 
 
 def _print_summary(summary: Any) -> None:
@@ -170,4 +236,17 @@ def _print_summary(summary: Any) -> None:
     table.add_row("all", "", *(str(totals[s]) for s in SPLIT_CHOICES), str(summary.rows))
     console = Console()
     console.print(table)
+    if summary.repairs or summary.repairs_discarded:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary.repairs.items())) or "none"
+        console.print(f"repair tasks: {sum(summary.repairs.values())} ({kinds})")
+        if summary.repairs_discarded:
+            gone = ", ".join(f"{k} {v}" for k, v in sorted(summary.repairs_discarded.items()))
+            console.print(f"breakages that did not fail (discarded): {gone}")
+        if summary.invalid_sources:
+            console.print(
+                f"tasks whose own reference failed (no repair): {summary.invalid_sources}"
+            )
+    if summary.dropped:
+        gone = ", ".join(f"{k} {v}" for k, v in sorted(summary.dropped.items()))
+        console.print(f"dropped by --verify (reference failed in the sandbox): {gone}")
     console.print(f"wrote {summary.rows} tasks to {summary.path}")

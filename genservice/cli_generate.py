@@ -2,7 +2,9 @@
 
 The best program is written as best.py with its Report (report.json) and every candidate's
 verdict (candidates.json); a valid CAD or scene program is also exported (GLB, STEP, STL, ...)
-with a provenance manifest naming the model, its weights' sha256, the seed and the sampling.
+with a provenance manifest naming the model, its weights' sha256, the seed and the sampling. A
+sound program that does not match what the request asks (its `request` check) is exported too,
+but called NOT AS ASKED, with the number that is off, and the exit status is 1.
 torch and transformers are imported only when the command runs.
 """
 
@@ -288,7 +290,10 @@ def _write(
         ),
     }
     files = [{"format": kind, "path": str(path)} for kind, path in written.items()]
-    if not (result.valid and formats):
+    from validators.cad.request import missed_only_the_request
+
+    # A sound part that ignores the request is exported too (its Report says what is off).
+    if not ((result.valid or missed_only_the_request(result.report)) and formats):
         return files, None
     from datetime import UTC, datetime
 
@@ -322,6 +327,12 @@ def _write(
     return files, None
 
 
+def verdict_word(valid: bool, mismatch: bool) -> str:
+    """The verdict: "valid", "not as asked" (sound, not what was asked) or "invalid", as a
+    job says it."""
+    return "valid" if valid else "not as asked" if mismatch else "invalid"
+
+
 def _write_file(path: Path, text: str) -> Path:
     scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     scratch.write_text(text)
@@ -332,10 +343,19 @@ def _write_file(path: Path, text: str) -> Path:
 def _finish(
     args: argparse.Namespace, result: Any, files: list[dict[str, str]], export_error: str | None
 ) -> int:
-    """Print the outcome; the exit status."""
+    """Print the outcome; the exit status (1 also for a sound part that ignores the request)."""
+    from validators.cad.request import missed_only_the_request
+
     valid = sum(c.valid for c in result.candidates)
     message = None
-    if not result.valid:
+    mismatch = missed_only_the_request(result.report)
+    if mismatch:
+        asked = result.report.checks["request"].detail.get("summary", "")
+        message = (
+            f"no candidate among {len(result.candidates)} matches the request; the best (reward "
+            f"{result.report.reward:.3f}) is sound geometry but not as asked: {asked}"
+        )
+    elif not result.valid:
         error = result.report.error
         why = f"{error.kind}: {error.message}" if error else "it failed its checks"
         message = (
@@ -349,6 +369,7 @@ def _finish(
             json.dumps(
                 {
                     "valid": result.valid,
+                    "verdict": verdict_word(result.valid, mismatch),
                     "program": result.program,
                     "report": result.report.to_dict(),
                     "files": files,
@@ -367,7 +388,7 @@ def _finish(
             )
         )
     else:
-        verdict = "VALID" if result.valid else "INVALID"
+        verdict = "VALID" if result.valid else "NOT AS ASKED" if mismatch else "INVALID"
         print(
             f"best of {len(result.candidates)}: {verdict}  reward {result.report.reward:.3f}  "
             f"({valid} of {len(result.candidates)} valid)"

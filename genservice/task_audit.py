@@ -3,6 +3,8 @@
 A task is sound when its reference passes its own checks and trivial programs fail them: the
 empty program, `pass`, a constant result, an echo of the input, and for CAD a 10 mm cube. A
 task a trivial program passes rewards nothing; a task its own reference fails rewards noise.
+A CAD or scene task's checks include `request`, what its own words ask (asked.py), so a
+reference that its words would call the wrong thing is found here too.
 """
 
 from __future__ import annotations
@@ -187,6 +189,9 @@ def task_judge(
                 raise ValueError(f"the reference program does not run: {message}")
             reference_mesh = combine([decode_mesh(p.get("mesh")) for p in result.payload["parts"]])
     options = CadOptions(printability=False, physics=task["domain"] == "scene")
+    from genservice.generation.asked import task_items
+
+    request = task_items(task)
 
     def judge_cad(program: str) -> Report:
         return validate_cad(
@@ -197,6 +202,7 @@ def task_judge(
             limits=limits,
             options=options,
             domain=task["domain"],
+            request=request,
         )
 
     return judge_cad

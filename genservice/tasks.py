@@ -327,7 +327,7 @@ def stage_validate(ctx: StageContext) -> None:
     if job.kind == "validate":
         jobs.finish(rt.db, job.id, rt.worker, {**result, "report": best["report"]})
         return
-    if not best["valid"]:
+    if not best["valid"] and not not_as_asked(best["report"]):
         jobs.fail(
             rt.db,
             job.id,
@@ -336,6 +336,8 @@ def stage_validate(ctx: StageContext) -> None:
             result={**result, **outcome(scored)},
         )
         return
+    # A sound part that ignores what was asked is still delivered (a version, its files), its
+    # Report saying what is off and never VALID: the editor shows the part and the number.
     if job.domain == "code":  # nothing to export: the function and its test report are the result
         version_id = version_id_for(job)
         jobs.finish(
@@ -384,18 +386,37 @@ def invalid_reason(scored: list[dict[str, Any]]) -> str:
     return f"{what}; best (reward {best['reward']:.3f}): {why}"
 
 
+def not_as_asked(report: dict[str, Any]) -> bool:
+    """Whether a Report (JSON) is invalid only because the part does not match its request."""
+    from validators.cad.request import missed_only_the_request
+    from validators.report import Report
+
+    return missed_only_the_request(Report.from_dict(report))
+
+
+def verdict(report: dict[str, Any]) -> str:
+    """The verdict of a Report (JSON): "valid", "not as asked" (sound geometry, not what the
+    request asked) or "invalid"."""
+    if report.get("valid"):
+        return "valid"
+    return "not as asked" if not_as_asked(report) else "invalid"
+
+
 def outcome(scored: list[dict[str, Any]]) -> dict[str, Any]:
-    """The result fields every generation reports: the chosen program, its Report, all rewards."""
+    """The result fields every generation reports: the chosen program, its Report and verdict,
+    all rewards."""
     best = scored[0]
     return {
         "program": best["program"],
         "report": best["report"],
         "valid": best["valid"],
+        "verdict": verdict(best["report"]),
         "candidates": [
             {
                 "index": c["index"],
                 "reward": c["reward"],
                 "valid": c["valid"],
+                "verdict": verdict(c["report"]),
                 "finish_reason": c["finish_reason"],
                 "program": c["program"],
             }

@@ -39,6 +39,8 @@ CAD_METRICS: list[Metric] = [
     ("median IoU@1 (valid)", lambda g: g["pass@1"]["iou_valid_median"], True),
     ("best-of-N invalid", lambda g: _best(g)["invalidity"], False),
     ("best-of-N spec", lambda g: _best(g)["spec_adherence"], True),
+    ("request@1", lambda g: g["pass@1"].get("request_adherence"), True),
+    ("best-of-N request", lambda g: _best(g).get("request_adherence"), True),
 ]
 CODE_METRICS: list[Metric] = [
     ("pass@1", lambda g: g["code_pass@1"], True),

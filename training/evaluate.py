@@ -1,14 +1,17 @@
 """How good a model is, measured the way the text/image-to-CAD literature measures it.
 
 For every task the model writes N candidates (seeded). Each candidate is validated blind — with
-the task's spec (CAD) or without any reference — and that blind reward alone picks the best of N:
-the reference shape never takes part in the choice. The reference is used afterwards, only to
+the task's spec (CAD) and what its own words ask (the `request` check, as served), or without
+any reference — and that blind reward alone picks the best of N: the reference shape never takes
+part in the choice. The reference is used afterwards, only to
 score: volumetric IoU and Chamfer distance (×10³) of every valid candidate.
 
 Reported per family and overall:
 - CAD/scene at pass@1 (over all N samples, i.e. the expected quality of one sample): invalidity
-  ratio, spec adherence, IoU over valid outputs and with invalid ones counted as 0 (median and
-  mean), Chamfer ×10³ over valid outputs (median and mean);
+  ratio, spec adherence, request adherence (of tasks whose words ask something: the share of
+  samples with sound geometry that matches it; invalid ones count as missing it), IoU over
+  valid outputs and with invalid ones counted as 0 (median and mean), Chamfer ×10³ over valid
+  outputs (median and mean);
 - the same for the best of N selected by the validators;
 - code: pass@1 (unbiased estimate from N samples) and pass@N.
 """
@@ -40,6 +43,8 @@ class CandidateScore:
     reward: float
     spec_passed: bool | None
     all_checks: bool = False
+    request_passed: bool | None = None  # None: the task's words ask nothing, or it did not run
+    asked: bool = False  # whether the task's words ask something (request@1 counts those)
     iou: float | None = None
     chamfer_x1000: float | None = None
     error_kind: str | None = None
@@ -58,6 +63,7 @@ class TaskResult:
 
 
 def _cad_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: Any) -> list:
+    from genservice.generation.asked import task_items
     from validators.cad import similarity
     from validators.cad.mesh import combine, decode_mesh
     from validators.cad.validate import BASE_CHECKS, CadOptions, run_cad
@@ -67,14 +73,16 @@ def _cad_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: An
         raise ValueError(f"task {task['id']}: its reference does not build a shape")
     reference_mesh = combine([decode_mesh(p.get("mesh")) for p in reference.payload["parts"]])
     options = CadOptions(printability=False, physics=task["domain"] == "scene")
+    request = task_items(task)
 
     def score(program: str) -> CandidateScore:
         run = run_cad(
             program, pool, spec=task.get("spec"), limits=limits, options=options,
-            domain=task["domain"],
+            domain=task["domain"], request=request,
         )  # fmt: skip
         report = run.report
         spec = report.checks.get("spec")
+        asked = report.checks.get("request")
         base = [report.checks.get(name) for name in BASE_CHECKS]
         result = CandidateScore(
             valid=all(check is not None and check.passed for check in base),
@@ -82,6 +90,8 @@ def _cad_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: An
             spec_passed=bool(spec.passed) if spec is not None else None,
             all_checks=report.valid,
             error_kind=report.error.kind if report.error else None,
+            request_passed=bool(asked.passed) if asked is not None else None,
+            asked=request is not None,
         )
         if result.valid and run.payload is not None and reference_mesh is not None:
             mesh = combine([decode_mesh(p.get("mesh")) for p in run.payload["parts"]])
@@ -161,10 +171,14 @@ def _cad_metrics(scores: list[CandidateScore]) -> dict[str, Any]:
     chamfers = [s.chamfer_x1000 for s in valid if s.chamfer_x1000 is not None]
     with_spec = [s for s in scores if s.spec_passed is not None or not s.valid]
     spec_ok = sum(1 for s in with_spec if s.valid and s.spec_passed)
+    asked = [s for s in scores if s.asked]
+    request_ok = sum(1 for s in asked if s.valid and s.request_passed)
     return {
         "samples": len(scores),
         "invalidity": 1 - len(valid) / len(scores) if scores else None,
         "spec_adherence": spec_ok / len(with_spec) if with_spec else None,
+        "request_adherence": request_ok / len(asked) if asked else None,
+        "asked_samples": len(asked),
         "all_checks": sum(s.all_checks for s in scores) / len(scores) if scores else None,
         "iou_valid_median": _median(ious_valid),
         "iou_valid_mean": _mean(ious_valid),
@@ -183,8 +197,8 @@ def report(results: list[TaskResult]) -> dict[str, Any]:
         "overall": summarise(results),
         "domains": {d: summarise([r for r in results if r.domain == d]) for d in domains},
         "families": {f: summarise([r for r in results if r.family == f]) for f in families},
-        "selection": "best of N chosen by the validators' blind reward (spec only, never the "
-        "reference); IoU and Chamfer use the reference only to score",
+        "selection": "best of N chosen by the validators' blind reward (spec and the request's "
+        "own words only, never the reference); IoU and Chamfer use the reference only to score",
     }
 
 
@@ -211,9 +225,10 @@ def run_evaluation(
 def markdown_table(summary: dict[str, Any]) -> str:
     """The per-family table of a report as markdown."""
     lines = [
-        "| family | tasks | invalid@1 | spec@1 | IoU@1 med (valid / all) | CD×10³ med "
-        "| best-of-N invalid | best-of-N IoU med (valid / all) | code pass@1 | pass@N |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| family | tasks | invalid@1 | spec@1 | request@1 | IoU@1 med (valid / all) | CD×10³ med "
+        "| best-of-N invalid | best-of-N request | best-of-N IoU med (valid / all) | code pass@1 "
+        "| pass@N |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     rows = [*summary["families"].items(), ("**overall**", summary["overall"])]
     for name, group in rows:
@@ -225,9 +240,10 @@ def markdown_table(summary: dict[str, Any]) -> str:
         )
         lines.append(
             f"| {name} | {group['tasks']} | {_pct(one.get('invalidity'))} "
-            f"| {_pct(one.get('spec_adherence'))} "
+            f"| {_pct(one.get('spec_adherence'))} | {_pct(one.get('request_adherence'))} "
             f"| {_num(one.get('iou_valid_median'))} / {_num(one.get('iou_all_median'))} "
             f"| {_num(one.get('chamfer_x1000_median'))} | {_pct(best.get('invalidity'))} "
+            f"| {_pct(best.get('request_adherence'))} "
             f"| {_num(best.get('iou_valid_median'))} / {_num(best.get('iou_all_median'))} "
             f"| {_pct(group.get('code_pass@1'))} | {_pct(pass_n)} |"
         )

@@ -43,10 +43,12 @@ def headline(summary: dict[str, Any]) -> list[str]:
         best = group[best_key]
         lines.append(
             f"- {domain}: invalidity@1 {_pct(one['invalidity'])}, spec adherence@1 "
-            f"{_pct(one['spec_adherence'])}, median IoU@1 {_num(one['iou_valid_median'])} "
+            f"{_pct(one['spec_adherence'])}, request adherence@1 "
+            f"{_pct(one.get('request_adherence'))}, median IoU@1 {_num(one['iou_valid_median'])} "
             f"(valid) / {_num(one['iou_all_median'])} (invalid = 0), median Chamfer×10³ "
             f"{_num(one['chamfer_x1000_median'])}; {best_key.replace('_', ' ')}: invalidity "
-            f"{_pct(best['invalidity'])}, spec {_pct(best['spec_adherence'])}, median IoU "
+            f"{_pct(best['invalidity'])}, spec {_pct(best['spec_adherence'])}, request "
+            f"{_pct(best.get('request_adherence'))}, median IoU "
             f"{_num(best['iou_all_median'])} ({group['tasks']} tasks)"
         )
     return lines

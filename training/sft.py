@@ -1,7 +1,8 @@
 """Supervised fine-tuning on task rows: the chat prompt in, the reference program out.
 
-Each task becomes the serving prompt (`build_messages`, through the tokenizer's chat template)
-followed by the reference program and the end-of-turn token; the loss covers only the reply.
+Each task becomes the serving prompt (`build_messages`, through the tokenizer's chat template;
+`build_repair_messages` for a repair row: the failed program and its error) followed by the
+reference program and the end-of-turn token; the loss covers only the reply.
 The same loop trains a tiny Qwen2 from scratch (tokenizer trained on the data) or fine-tunes any
 local Hugging Face causal LM with its own tokenizer. A plain torch loop: length-grouped padded
 batches, AdamW, warmup then cosine, clipping, periodic checkpoints that resume exactly, a
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from genservice.generation.prompts import DOMAINS, build_messages
+from genservice.generation.prompts import DOMAINS, build_messages, repair_messages_of
 from genservice.generation.retrieval import INDEX_DIR, ExampleIndex, request_messages
 from training.sft_config import SFTConfig
 
@@ -91,11 +92,15 @@ def load_tasks(path: str | Path, splits: list[str], domains: list[str] | None) -
 
 
 def task_messages(row: dict, loaded: Any | None = None) -> list[dict[str, Any]]:
-    """The serving prompt of a task row (an edit when it has previous_program + instruction).
+    """The serving prompt of a task row (an edit when it has previous_program + instruction,
+    a repair when it has `repair: true`, failed_program and error).
 
     With a loaded model that uses retrieval, the prompt carries its nearest solved example
-    (never the task itself), exactly as serving builds it.
+    (never the task itself), exactly as serving builds it; a repair, like an edit, carries its
+    own program and no example.
     """
+    if row.get("repair"):
+        return repair_messages_of(row)
     if loaded is None:
         return build_messages(
             row["domain"], row["prompt"], row.get("previous_program"), row.get("instruction")
@@ -645,7 +650,9 @@ def _retrieval_prompts(
     if index is None:
         return [None] * len(rows)
     wanted = [
-        row.get("previous_program") is None and _unit_hash(str(row.get("id", i))) >= plain_share
+        row.get("previous_program") is None
+        and not row.get("repair")
+        and _unit_hash(str(row.get("id", i))) >= plain_share
         for i, row in enumerate(rows)
     ]
     queries = [

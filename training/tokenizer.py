@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from genservice.generation.prompts import SYSTEM, build_messages
+from genservice.generation.prompts import SYSTEM, build_messages, repair_messages_of
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
@@ -65,9 +65,12 @@ def iter_rows_texts(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
     for row in rows:
         domain, prompt = row.get("domain"), row.get("prompt")
         if isinstance(domain, str) and isinstance(prompt, str) and domain in SYSTEM:
-            messages = build_messages(
-                domain, prompt, row.get("previous_program"), row.get("instruction")
-            )
+            if row.get("repair") and isinstance(row.get("failed_program"), str):
+                messages = repair_messages_of(row)
+            else:
+                messages = build_messages(
+                    domain, prompt, row.get("previous_program"), row.get("instruction")
+                )
             yield str(messages[1]["content"])
         elif isinstance(prompt, str):
             yield prompt

@@ -189,7 +189,9 @@ def rank_programs(
     limits: Any | None = None,
     parameters: dict[str, Any] | None = None,
 ) -> list[Candidate]:
-    """Validate the sampled programs on the pool; candidates best first (valid, then reward)."""
+    """Validate the sampled programs on the pool; candidates best first (valid, then reward).
+    Each is also checked against what the request's words ask (asked.py, the `request` check),
+    so the best is one that matches the request whenever one does, and never VALID otherwise."""
     notify = progress or (lambda *event: None)
     notify("validating", 0, len(sampled))
     ranked = rerank(

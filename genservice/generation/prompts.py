@@ -4,6 +4,11 @@ Every model sees the same messages: a system message per domain saying what to w
 request; for an edit, the previous program and the instruction. A model trained with retrieval
 also sees a solved example (a similar request and its program) before the request. The
 assistant's reply is the program alone (no prose, no code fences), which is what validators run.
+
+A repair (`build_repair_messages`) shows the request, the program that failed and the
+validator's error (Report.error: kind, message, line), and asks for the fixed program. Training
+rows carry it as `repair: true`, `failed_program` and `error: {kind, message, line}`
+(training/corpus/repair.py); serving builds the same messages from a failed candidate's Report.
 """
 
 from __future__ import annotations
@@ -57,6 +62,66 @@ def build_messages(
             {"type": "text", "text": text}
         ]
     return [{"role": "system", "content": SYSTEM[domain]}, user]
+
+
+MAX_ERROR_CHARS = 600  # a longer error message is cut (its start says what went wrong)
+
+
+def build_repair_messages(
+    domain: str,
+    prompt: str,
+    program: str,
+    error_kind: str,
+    error_message: str,
+    error_line: int | None = None,
+    images: int = 0,
+) -> list[dict[str, Any]]:
+    """Chat messages asking to fix a program that failed: the request, the failed program and
+    the validator's error (kind, message, line: Report.error), with `images` placeholders.
+
+    The user message reads (the line part only when the error has a line)::
+
+        {request}
+
+        Failed program:
+        {program}
+
+        Error: {kind} at line {line}: {message}
+
+        Fix the program.
+    """
+    if domain not in DOMAINS:
+        raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
+    if not program.strip():
+        raise ValueError("a repair needs the program that failed")
+    message = " ".join(str(error_message).split())
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[: MAX_ERROR_CHARS - 1] + "…"
+    where = f" at line {error_line}" if error_line is not None else ""
+    text = (
+        f"{prompt.strip()}\n\nFailed program:\n{program.strip()}\n\n"
+        f"Error: {error_kind}{where}: {message}\n\nFix the program."
+    )
+    user: dict[str, Any] = {"role": "user", "content": text}
+    if images:
+        user["content"] = [{"type": "image"} for _ in range(images)] + [
+            {"type": "text", "text": text}
+        ]
+    return [{"role": "system", "content": SYSTEM[domain]}, user]
+
+
+def repair_messages_of(row: dict[str, Any], images: int = 0) -> list[dict[str, Any]]:
+    """The repair messages of a task row with `repair: true` (failed_program and error)."""
+    error = row.get("error") or {}
+    return build_repair_messages(
+        row["domain"],
+        row["prompt"],
+        row["failed_program"],
+        str(error.get("kind") or "error"),
+        str(error.get("message") or ""),
+        error.get("line"),
+        images,
+    )
 
 
 def clean_completion(text: str) -> str:

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
+from genservice.generation.asked import asked_items
 from genservice.generation.stated import (
     asked_numbers,
     name_stems,
@@ -58,7 +59,10 @@ def rerank(
 
     Validity leads because a sound part that misses the spec is invalid yet keeps a geometric
     reward, which can exceed a valid candidate's; the best must be valid whenever one is.
-    `asked` = (the request's text, the previous program of an edit or None): among equally
+    `asked` = (the request's text, the previous program of an edit or None): each CAD or scene
+    candidate is also checked against what the text asks (asked.py: sizes and counts its words
+    leave no doubt about; an edit's absolute sizes only), so a candidate that matches the request
+    is valid and one that ignores it is not: the matching one wins. Among equally
     rewarded candidates, those whose parameters take the numbers asked for come first
     (see `adherence`), and of those, the ones whose parameters the request's words name
     (see `labelled`: "8 mm thick" in `thickness`, not in `bolt_count`); for an edit, then the
@@ -81,8 +85,18 @@ def rerank(
         from validators.cad.validate import validate_cad
 
         return validate_cad(
-            program, pool, spec=spec, parameters=parameters, limits=limits, domain=domain
+            program,
+            pool,
+            spec=spec,
+            parameters=parameters,
+            limits=limits,
+            domain=domain,
+            request=request,
         )
+
+    request = None
+    if asked and domain != "code":
+        request = asked_items(asked[0], domain, edit=asked[1] is not None) or None
 
     unique = list(dict.fromkeys(candidates))
     reports: dict[str, Report] = {}

@@ -50,8 +50,8 @@ _SPELLED = {
     "outside": "outer",
 }
 _CENTIMETRES = {"cm", "centimetres", "centimeters", "centimetre", "centimeter"}
-_UNITS = {"mm", "millimetres", "millimeters", "millimetre", "millimeter"} | _CENTIMETRES
-_FILLER = _UNITS | {"a", "an", "the", "of", "with", "and", "on", "at", "it", "is", "each", "for"}
+UNITS = {"mm", "millimetres", "millimeters", "millimetre", "millimeter"} | _CENTIMETRES
+_FILLER = UNITS | {"a", "an", "the", "of", "with", "and", "on", "at", "it", "is", "each", "for"}
 _FILLER |= {"to", "make", "set", "by", "in", "x"}
 _TIMES = {"x", "×", "by"}
 _TOKEN = re.compile(
@@ -106,7 +106,7 @@ def stated_numbers(text: str) -> list[StatedNumber]:
         # In "50 x 24 mm grip knob" (or "50mm x 24mm") the words after the sizes name the
         # whole, not one size.
         previous = tokens[i - 1].lower() if i > 0 else ""
-        then = following[1:2] if following[:1] and following[0] in _UNITS else following[:1]
+        then = following[1:2] if following[:1] and following[0] in UNITS else following[:1]
         reach = 0 if then and then[0] in _TIMES else 1 if previous in _TIMES else 3
         after = stems([*_clause(tokens[i + 1 :], reach), *extra], letters=False)
         # Nor do the words before them: "top 150 mm by 80 mm" is the top's length and width.
@@ -128,14 +128,14 @@ def _form(tokens: list[str], i: int) -> str:
     nxt = around[0] if around else ""
     previous = tokens[i - 1].lower() if i > 0 else ""
     labelled = previous in ("ø", "dia") or (len(previous) == 1 and previous in _SPELLED)
-    if nxt in _UNITS or "." in tokens[i] or labelled:  # "12 mm", "8.5", "Ø20", "R6 corners"
+    if nxt in UNITS or "." in tokens[i] or labelled:  # "12 mm", "8.5", "Ø20", "R6 corners"
         return "measure"
     if nxt in _TIMES:  # "50 x 24 mm", "2 by 2 grid": one of a set of sizes or counts
         return "number"
     # "4 11mm objects", "6 Ø4.5 holes", "3 M5 holes": how many of the measured things.
     measure = 1 if nxt == "ø" else 0
     size = around[measure] if len(around) > measure else ""
-    unit = 1 if around[measure + 1 : measure + 2] in ([u] for u in _UNITS) else 0
+    unit = 1 if around[measure + 1 : measure + 2] in ([u] for u in UNITS) else 0
     sized = _is_size(size) or (size[:1].isdigit() and ("." in size or unit == 1))
     named = around[measure + 1 + unit : measure + 3 + unit]  # the measured thing's words
     if sized and any(_plural(word) for word in named):

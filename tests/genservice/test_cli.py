@@ -47,6 +47,7 @@ def runs(
         "param": _command("validate", "--json", "--param", "thickness=4", str(PLATE)),
         "invalid": _command("validate", "--json", str(invalid)),
         "folder": _command("validate", "--json", str(folder)),
+        "asked": _command("validate", "--json", "--request", "a plate 40 mm tall", str(PLATE)),
     }
     started = {
         name: subprocess.Popen(
@@ -126,6 +127,15 @@ def test_a_directory_gives_one_json_line_per_file(runs: dict) -> None:
         assert report.metrics["volume_mm3"] == pytest.approx(
             expectation(sample)["volume_mm3"], rel=1e-3
         )
+
+
+def test_a_request_checks_the_part_against_what_its_words_ask(runs: dict) -> None:
+    run = runs["asked"]
+    assert run.returncode == 1, run.stderr
+    report = Report.from_dict(json.loads(run.stdout))
+    assert not report.valid and report.metrics["geometry_sound"]
+    assert report.error is not None
+    assert report.error.message.endswith("not as asked: height 8 mm, asked 40 mm")
 
 
 @pytest.mark.parametrize(

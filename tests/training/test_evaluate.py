@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from training.evaluate import report, run_evaluation, write_outputs
+from training.evaluate import markdown_table, report, run_evaluation, write_outputs
 
 PLATE = """import cadquery as cq
 
@@ -82,3 +82,27 @@ def test_outputs_are_written(results, tmp_path):
     assert "| plate_holes | 1 |" in paths["markdown"].read_text()
     assert (tmp_path / "eval_cad.png").stat().st_size > 1000
     assert (tmp_path / "eval_code.png").stat().st_size > 1000
+
+
+RING = "import cadquery as cq\n\nresult = cq.Workplane().circle(20).circle(15).extrude(4.0)\n"
+TALL = (
+    "import cadquery as cq\n\nheight = 40.0\nresult = cq.Workplane().circle(10).extrude(height)\n"
+)
+
+
+def test_request_adherence_at_1_and_of_the_best(pool):
+    # A task with no spec: only its words ask something ("40 mm tall"), and are checked.
+    task = {"id": "tall-1", "domain": "cad", "family": "tall", "split": "test",
+            "prompt": "a part 40 mm tall", "reference": TALL}  # fmt: skip
+    programs = [RING, TALL, RING, BROKEN]
+    (result,) = run_evaluation([task], lambda t, n, s: programs[:n], pool, n=4, seed=0)
+    assert result.best == 1  # the only sound part that is 40 mm tall
+    ring = result.candidates[0]
+    assert ring.valid and not ring.all_checks and ring.request_passed is False and ring.asked
+    summary = report([result])
+    one, best = summary["families"]["tall"]["pass@1"], summary["families"]["tall"]["best_of_4"]
+    assert one["request_adherence"] == pytest.approx(0.25) and one["asked_samples"] == 4
+    assert best["request_adherence"] == 1.0
+    table = markdown_table(summary)
+    assert "| request@1 |" in table and "| best-of-N request |" in table
+    assert "| tall | 1 | 25.0 % |" in table

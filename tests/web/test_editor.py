@@ -229,3 +229,31 @@ def test_a_newcomer_goes_from_a_sentence_to_a_step_file_and_back(
     (report,) = validate_files([files[".glb"]])
     assert report.errors == 0, report.messages
     assert errors == [], errors
+
+
+def test_a_part_that_ignores_the_request_shows_which_number_is_off(
+    page: tuple[Any, list[str]], editor: Service
+) -> None:
+    browser_page, errors = page
+    p = browser_page
+    p.route("**/v1/generations", _with_seed(SEED))
+    p.goto(editor.url)
+    # The shipped model writes flanges 8 mm thick; none is 250 mm tall as well.
+    p.get_by_label("Prompt").fill(FLANGE + ", 250 mm tall")
+    p.get_by_role("spinbutton", name="Candidates").fill("2")
+    p.get_by_role("button", name="Generate").click()
+    status = _wait_job(p)
+    assert status.endswith("done"), status  # delivered: the part is shown, with what is off
+    _wait_rendered(p)
+    _shot(p, "6-not-as-asked")
+    assert p.locator("#verdict").inner_text().strip() == "NOT AS ASKED"
+    checks = p.locator("section[aria-label='Checks']")
+    assert checks.locator("[data-half='sound']").get_attribute("data-passed") == "true"
+    asked = checks.locator("[data-half='asked']")
+    assert asked.get_attribute("data-passed") == "false"
+    assert "asked 250 mm" in asked.inner_text()
+    mark = p.locator("section[aria-label='History'] [data-version-id] .bad")
+    assert mark.inner_text() == "≠"
+    assert "not as asked" in p.locator("ol[aria-label='Candidates'] li").first.inner_text()
+    assert not p.locator("#code-error").inner_text().strip(), "the code itself is not at fault"
+    assert errors == [], errors

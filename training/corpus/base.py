@@ -3,7 +3,8 @@
 A family draws parameters from a seeded `random.Random`, writes the reference program (idiomatic
 parametric CadQuery with named top-level parameters, or a tested Python function), a prompt as a
 person would write it, and a spec. The split comes from hashing the family and its parameters,
-so the same part never lands in two splits; families marked held-out form the "ood" split.
+so the same part never lands in two splits; families marked held-out form the "ood" split (a
+family may instead have a `split_rule`, as compositional.py does).
 
 Task row (DESIGN.md): id, domain (cad|scene|code), prompt, spec?, reference, tests?,
 entry_point?, family, split.
@@ -58,7 +59,14 @@ def params_key(family: str, params: dict[str, Any]) -> str:
 
 
 def split_of(family: Family, params: dict[str, Any]) -> str:
-    """'ood' for held-out families, else train/val/test by parameter hash."""
+    """'ood' for held-out families, else train/val/test by parameter hash.
+
+    A family with a `split_rule(params)` method decides its own splits (compositional.py holds
+    out whole compositions and names that way).
+    """
+    rule = getattr(family, "split_rule", None)
+    if rule is not None:
+        return str(rule(params))
     if family.held_out:
         return "ood"
     unit = int(params_key(family.name, params)[:8], 16) / 0xFFFFFFFF

@@ -16,15 +16,28 @@ With `unstated` > 0, that share of the draws of families that can leave dimensio
 `sample_unstated` method: "a 60 mm flange with six M5 bolt holes", no bore or bolt circle, the
 reference deriving them) comes from that method; whether a draw does depends on its own seeded
 stream, so other families' rows, and the whole corpus at 0, stay the same.
+
+With `compositional` > 0, that share of the n rows comes from the compositional family (an
+opt-in family, training/corpus/compositional.py), spread evenly through the corpus: row i is
+compositional when floor((i + 1) * share) > floor(i * share). The other rows are the rows the
+chosen families would give without it, in the same order; at 0 (the default) the corpus is
+byte-for-byte what it was. The compositional rows are those of `--families compositional`.
+
+With `repair` > 0 (write_corpus), that share of CAD and scene tasks is followed by a repair task
+made from it (training/corpus/repair.py: a broken program, the validator's real error, the
+original program as the target); with `verify`, every compositional row is validated in the
+sandbox first and dropped when its reference fails (counted in the summary).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
 import random
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +57,10 @@ class CorpusSummary:
     requested: int
     counts: dict[str, Counter[str]] = field(default_factory=dict)  # family -> split -> rows
     domains: dict[str, str] = field(default_factory=dict)  # family -> domain
+    repairs: Counter[str] = field(default_factory=Counter)  # breakage -> repair rows written
+    repairs_discarded: Counter[str] = field(default_factory=Counter)  # breakage -> did not fail
+    dropped: Counter[str] = field(default_factory=Counter)  # family -> rows failing --verify
+    invalid_sources: int = 0  # rows given no repair because their own reference failed
 
     @property
     def short(self) -> bool:
@@ -81,8 +98,8 @@ def select_families(
             )
     except FamilyError as exc:
         raise ValueError(str(exc.args[0] if exc.args else exc)) from exc
-    if split is not None:
-        chosen = [f for f in chosen if f.held_out == (split == "ood")]
+    if split is not None:  # a family with its own split rule may have rows of any split
+        chosen = [f for f in chosen if hasattr(f, "split_rule") or f.held_out == (split == "ood")]
     if not chosen:
         raise ValueError("no family matches the chosen families, domains and split")
     return chosen
@@ -96,8 +113,12 @@ def build_corpus(
     split: str | None = None,
     unstated: float = 0.0,
     phrasings: int = 1,
+    compositional: float = 0.0,
+    check: Callable[[Iterator[dict[str, Any]]], Iterator[dict[str, Any]]] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Up to n task rows (fewer only when every family runs out), deterministic by seed.
+    """Up to n task rows (fewer only when every family runs out), deterministic by seed;
+    `compositional` is the share of them drawn from the compositional family, `check` a filter
+    of the stream of drawn rows (dropping rows that fail a sandbox run, say) before n are taken.
 
     Bad arguments raise ValueError here, before the first row is drawn.
     """
@@ -107,8 +128,56 @@ def build_corpus(
         raise ValueError(f"unstated is a share between 0 and 1, got {unstated}")
     if phrasings < 1:
         raise ValueError(f"phrasings must be at least 1, got {phrasings}")
-    chosen = select_families(families, domains, split)
-    return _rows(n, seed, chosen, split, unstated, phrasings)
+    if not 0.0 <= compositional <= 1.0:
+        raise ValueError(f"compositional is a share between 0 and 1, got {compositional}")
+    composed = _composed(domains) if compositional else None
+    if compositional >= 1.0:
+        chosen: list[Family] = []
+    else:
+        chosen = select_families(families, domains, split)
+        if composed is not None and composed.name in {f.name for f in chosen}:
+            raise ValueError(
+                f"{composed.name} is among the families already: name it or give it a share"
+            )
+    seen = _Seen()
+    draws: dict[str, int] = {}
+    stream = _rotation(seed, chosen, split, unstated, phrasings, seen, draws)
+    if composed is not None:
+        extra = _rotation(seed, [composed], split, unstated, phrasings, seen, draws)
+        stream = _interleaved(stream, extra, compositional)
+    return itertools.islice(check(stream) if check is not None else stream, n)
+
+
+def _composed(domains: Sequence[str] | None) -> Family:
+    """The compositional family, for a share of a corpus; ValueError when its domain is out."""
+    from training.corpus.families import FamilyError, get_family
+
+    try:
+        family = get_family("compositional")
+    except FamilyError as exc:
+        raise ValueError(str(exc.args[0] if exc.args else exc)) from exc
+    if domains is not None and family.domain not in domains:
+        raise ValueError(f"the compositional family is {family.domain}, not in {list(domains)}")
+    return family
+
+
+def _interleaved(
+    plain: Iterator[dict[str, Any]], extra: Iterator[dict[str, Any]], share: float
+) -> Iterator[dict[str, Any]]:
+    """Rows of `extra` at a share of the positions, spread evenly; the other stream when one
+    runs out."""
+    for i in itertools.count():
+        first, second = (
+            (extra, plain)
+            if math.floor((i + 1) * share) > math.floor(i * share)
+            else (plain, extra)
+        )
+        row = next(first, None)
+        if row is None:
+            row = next(second, None)
+        if row is None:
+            return
+        yield row
 
 
 @dataclass
@@ -119,27 +188,25 @@ class _Seen:
     prompts: set[tuple[str, str]] = field(default_factory=set)
 
 
-def _rows(
-    n: int,
+def _rotation(
     seed: int | str,
     chosen: list[Family],
     split: str | None,
     unstated: float,
     phrasings: int,
+    seen: _Seen,
+    draws: dict[str, int],
 ) -> Iterator[dict[str, Any]]:
-    draws = dict.fromkeys((f.name for f in chosen), 0)
-    seen = _Seen()
+    """The families' rows, taking turns, until every family runs out (drawn lazily)."""
+    for family in chosen:
+        draws.setdefault(family.name, 0)
     active = list(chosen)
-    produced = 0
-    while produced < n and active:
+    while active:
         for family in list(active):
-            if produced >= n:
-                break
             row = _next_row(family, seed, draws, seen, split, unstated, phrasings)
             if row is None:
                 active.remove(family)
                 continue
-            produced += 1
             yield row
 
 
@@ -196,19 +263,74 @@ def write_corpus(
     edits: float = 0.0,
     unstated: float = 0.0,
     phrasings: int = 1,
+    compositional: float = 0.0,
+    repair: float = 0.0,
+    verify: bool = False,
+    pool: Any = None,
+    workers: int = 2,
+    limits: Any = None,
 ) -> CorpusSummary:
     """Write the corpus as JSONL (one task per line, written atomically); a summary.
 
     With `edits` > 0, that share of CAD and scene tasks is followed by an edit task made from it
-    (training/corpus/edits.py): n counts the tasks before edits.
+    (training/corpus/edits.py): n counts the tasks before edits. `compositional` is the share of
+    rows drawn from the compositional family; with `verify` each of those is validated in the
+    sandbox and dropped if it fails (summary.dropped). With `repair` > 0, that share of CAD and
+    scene tasks is followed by a repair task (training/corpus/repair.py; summary.repairs, and
+    summary.repairs_discarded for breakages that did not fail). Both run in `pool`, or in a pool
+    of `workers` opened here.
     """
-    from training.corpus.edits import with_edits
-
+    if not 0.0 <= repair <= 1.0:
+        raise ValueError(f"repair is a share between 0 and 1, got {repair}")
     path = Path(path)
-    rows = build_corpus(n, seed, families, domains, split, unstated, phrasings)  # raises early
+    summary = CorpusSummary(path, 0, n)
+    build_corpus(n, seed, families, domains, split, unstated, phrasings, compositional)  # raises
+
+    def draw(check: Any) -> Iterator[dict[str, Any]]:
+        return build_corpus(
+            n, seed, families, domains, split, unstated, phrasings, compositional, check
+        )
+
+    if (repair or verify) and pool is None:
+        from validators.sandbox import Limits, SandboxPool
+
+        with SandboxPool(size=workers, limits=limits or Limits(wall_s=20.0)) as opened:
+            sandbox = (opened, workers, limits)
+            return _write(path, n, seed, summary, progress, edits, repair, verify, sandbox, draw)
+    sandbox = (pool, workers, limits)
+    return _write(path, n, seed, summary, progress, edits, repair, verify, sandbox, draw)
+
+
+def _write(
+    path: Path,
+    n: int,
+    seed: int | str,
+    summary: CorpusSummary,
+    progress: bool,
+    edits: float,
+    repair: float,
+    verify: bool,
+    sandbox: tuple[Any, int, Any],
+    draw: Callable[[Any], Iterator[dict[str, Any]]],
+) -> CorpusSummary:
+    """Draw, verify, add edits and repairs, and write the rows atomically with a progress bar."""
+    from training.corpus.edits import with_edits
+    from training.corpus.repair import RepairStats, verified, with_repairs
+
+    pool, workers, limits = sandbox
+
+    def composed(row: dict[str, Any]) -> bool:
+        return bool(row["family"] == "compositional")
+
+    def check(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        return verified(rows, pool, composed, summary.dropped, limits, workers)
+
+    rows = draw(check if verify else None)
     if edits:
         rows = with_edits(rows, seed, edits)
-    summary = CorpusSummary(path, 0, n)
+    stats = RepairStats()
+    if repair:
+        rows = with_repairs(rows, seed, repair, pool, stats, limits, workers)
     partial = path.with_name(f".{path.name}.partial")
     bar: Any = None
     try:
@@ -220,13 +342,15 @@ def write_corpus(
             for row in rows:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 summary.add(row)
-                if bar is not None and not row.get("edit"):
+                if bar is not None and not row.get("edit") and not row.get("repair"):
                     bar.advance(task)
         os.replace(partial, path)
     finally:
         if bar is not None:
             bar.stop()
         partial.unlink(missing_ok=True)
+    summary.repairs, summary.repairs_discarded = stats.written, stats.discarded
+    summary.invalid_sources = stats.invalid_sources
     return summary
 
 

@@ -4,6 +4,10 @@ The family modules are imported on first use, and a module that is not there is 
 for all families gives those that exist; asking for a domain or a family whose module is
 missing raises a `FamilyError` that says which module it needs. `ALL_FAMILIES` (module
 attribute) is `all_families()`.
+
+A family marked `opt_in` (compositional.py) is left out of "all families" and of a domain's
+families unless asked for (`opt_in=True`), and found by name like any other: corpora, evaluation
+sets and benchmarks built from the default families stay what they were.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ MODULES = {
     "cad_parts_b": "cad",
     "scenes": "scene",
     "code_tasks": "code",
+    "compositional": "cad",
 }
 DOMAINS = ("cad", "scene", "code")
 
@@ -56,8 +61,14 @@ def missing_modules() -> list[str]:
     return [m for m in MODULES if importlib.util.find_spec(f"training.corpus.{m}") is None]
 
 
-def all_families(domains: list[str] | None = None) -> list[Family]:
-    """Every family of the modules that exist (of the given domains), in a fixed order."""
+def is_opt_in(family: Family) -> bool:
+    """True for a family drawn only when asked for by name or share (compositional)."""
+    return bool(getattr(family, "opt_in", False))
+
+
+def all_families(domains: list[str] | None = None, opt_in: bool = False) -> list[Family]:
+    """Every family of the modules that exist (of the given domains), in a fixed order;
+    opt-in families only with `opt_in`."""
     families: list[Family] = []
     seen: dict[str, str] = {}
     for module in _modules(domains):
@@ -67,7 +78,8 @@ def all_families(domains: list[str] | None = None) -> list[Family]:
                     f"family name {family.name!r} is used by both {seen[family.name]} and {module}"
                 )
             seen[family.name] = module
-            families.append(family)
+            if opt_in or not is_opt_in(family):
+                families.append(family)
     return families
 
 

@@ -1,8 +1,9 @@
 """Validate a CadQuery script: run it in the sandbox, then check what it built.
 
 Checks (absent when they do not apply): `executes`, `solid`, `brep_valid`, `watertight`,
-`volume`, `bbox`, and on request `spec` (requested dimensions and feature counts) and
-`similarity` (to a reference shape that never enters the candidate's sandbox).
+`volume`, `bbox`, and on request `spec` (requested dimensions and feature counts), `request`
+(the sizes and counts a request's own words ask, validators/cad/request.py) and `similarity`
+(to a reference shape that never enters the candidate's sandbox).
 """
 
 from __future__ import annotations
@@ -188,8 +189,10 @@ def validate_cad(
     limits: Limits | None = None,
     options: CadOptions | None = None,
     domain: str = "cad",
+    request: list[dict[str, Any]] | None = None,
 ) -> Report:
-    """Run and check one CadQuery script (domain "cad", or "scene" with physics expectations)."""
+    """Run and check one CadQuery script (domain "cad", or "scene" with physics expectations);
+    `request`: what its request asked (validators/cad/request.py), checked as `request`."""
     return run_cad(
         source,
         executor,
@@ -199,6 +202,7 @@ def validate_cad(
         limits=limits,
         options=options,
         domain=domain,
+        request=request,
     ).report
 
 
@@ -214,10 +218,15 @@ def run_cad(
     domain: str = "cad",
     runner: str = "cad",
     runner_options: dict[str, Any] | None = None,
+    request: list[dict[str, Any]] | None = None,
 ) -> CadRun:
     """validate_cad, keeping the payload; `runner` may be one that adds to it (e.g. exports)."""
     if domain not in CAD_DOMAINS:
         raise ValueError(f"validate_cad handles the domains {CAD_DOMAINS}, not {domain!r}")
+    if request:
+        from validators.cad.request import check_request
+
+        check_request(request)  # a malformed item is the caller's error, as a bad domain is
     options = options or CadOptions()
     try:
         values, found = resolve_parameters(source, parameters or {})
@@ -259,7 +268,9 @@ def run_cad(
     if isinstance(payload.get("handover"), dict):
         metrics["handover"] = payload["handover"]
     try:
-        report = _check_geometry(payload, metrics, params, spec, reference, options, domain)
+        report = _check_geometry(
+            payload, metrics, params, spec, reference, options, domain, request
+        )
     except (MeshError, KeyError, TypeError, ValueError) as exc:
         checks = {"executes": Check(1.0, True, {"status": "ok"})}
         malformed = _failure(
@@ -283,7 +294,15 @@ def _check_geometry(
     reference: trimesh.Trimesh | None,
     options: CadOptions,
     domain: str,
+    request: list[dict[str, Any]] | None = None,
 ) -> Report:
+    """The geometry checks of a built script, then those against what was asked: the spec, the
+    reference, and `request` (its request's words). `request` gates like `spec`: a served part
+    that ignores what was asked is never VALID, however sound. `geometry_sound` in the metrics
+    keeps the other half of the verdict (every check passed but those that judge against what
+    was asked), so that the editor shows "sound geometry" apart from "matches the request"."""
+    from validators.cad.request import JUDGED, request_check
+
     parts: list[dict[str, Any]] = payload["parts"]
     kind = payload["kind"]
     meshes = [decode_mesh(p.get("mesh")) for p in parts]
@@ -375,13 +394,20 @@ def _check_geometry(
 
     if spec:
         checks["spec"] = _spec_check(spec, metrics, options)
+    asked = request_check(request, metrics) if request else None
+    if asked is not None:
+        checks["request"] = asked
     if reference is not None:
         checks["similarity"] = _similarity_check(
             combine([m for m in meshes if m is not None]), reference, geometry_ok, options, metrics
         )
     advisory = ADVISORY[domain]
     failed = [name for name, check in checks.items() if not check.passed and name not in advisory]
-    error = ErrorInfo("check_failed", f"failed checks: {', '.join(failed)}") if failed else None
+    metrics["geometry_sound"] = not [name for name in failed if name not in JUDGED]
+    message = f"failed checks: {', '.join(failed)}"
+    if asked is not None and not asked.passed:
+        message += f"; not as asked: {asked.detail['summary']}"
+    error = ErrorInfo("check_failed", message) if failed else None
     reward = composite_reward(checks, geometry_ok, domain=domain)
     return Report.build(not failed, reward, checks, error, metrics, params)
 

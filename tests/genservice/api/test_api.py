@@ -173,6 +173,29 @@ def test_sessions_keep_a_version_tree_and_manual_edits(
         assert tree["head_version_id"] == third["id"]
 
 
+def test_a_sound_part_that_ignores_the_request_is_delivered_but_never_valid(
+    service: Service,
+) -> None:
+    # The shipped model writes flanges 8 mm thick; none is 250 mm tall as well.
+    with service.client() as client:
+        prompt = FLANGE + ", 250 mm tall"
+        accepted = client.post("/v1/generations", json={"prompt": prompt, "n": 2, "seed": 1})
+        assert accepted.status_code == 202, accepted.text
+        done = wait_job(client, accepted.json()["id"])
+        assert done["status"] == "done", done["error"]
+        result = done["result"]
+        assert result["verdict"] == "not as asked" and not result["valid"]
+        report = result["report"]
+        assert report["metrics"]["geometry_sound"] and not report["valid"]
+        check = report["checks"]["request"]
+        assert not check["passed"] and "asked 250 mm" in check["detail"]["summary"]
+        assert "not as asked: " in report["error"]["message"]
+        # The part is still shown and downloadable, with what is off.
+        version = client.get(f"/v1/versions/{done['version_id']}").json()
+        assert version["valid"] is False
+        assert {"glb", "step"} <= {a["format"] for a in result["assets"]}
+
+
 def test_an_edit_instruction_makes_a_child_version_or_says_why_not(
     service: Service, generated: dict[str, Any]
 ) -> None:

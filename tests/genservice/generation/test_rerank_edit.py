@@ -12,6 +12,7 @@ from genservice.generation.rerank import (
 )
 from genservice.generation.stated import asked_labels
 from validators.cad.program import apply_parameters
+from validators.cad.request import missed_only_the_request
 
 PREVIOUS = (
     "import cadquery as cq\nthickness = 8.0\nwidth = 40.0\n"
@@ -47,8 +48,10 @@ def test_rerank_prefers_the_asked_change_among_valid_candidates(pool) -> None:
         apply_parameters(PREVIOUS, {"thickness": 12.0}),
     )
     ranked = rerank([unchanged, other, asked], "cad", pool, asked=("12 mm thick", PREVIOUS))
-    assert all(s.valid for s in ranked)
-    assert ranked[0].program == asked and ranked[-1].program == unchanged
+    assert ranked[0].program == asked and ranked[0].valid
+    assert ranked[-1].program == unchanged
+    # The others are sound, but not 12 mm thick: the request check says so, and they lose.
+    assert all(missed_only_the_request(s.report) for s in ranked[1:])
     plain = rerank([unchanged, other, asked], "cad", pool)
     assert plain[0].program == unchanged  # without the edit, sampling order breaks ties
 
@@ -82,8 +85,11 @@ def test_the_words_around_a_number_say_what_it_measures() -> None:
 def test_rerank_puts_the_numbers_where_the_request_says(pool) -> None:
     swapped = apply_parameters(FLANGE_PROGRAM, {"thickness": 6.0, "bolt_count": 8})
     ranked = rerank([swapped, FLANGE_PROGRAM], "cad", pool, asked=(FLANGE, None))
-    assert all(s.valid for s in ranked) and ranked[0].reward == ranked[1].reward
-    assert ranked[0].program == FLANGE_PROGRAM
+    assert ranked[0].program == FLANGE_PROGRAM and ranked[0].valid
+    # The request's words are measured too: the swap is 6 mm thick where 8 mm were asked.
+    missed = ranked[1].report
+    assert missed_only_the_request(missed) and ranked[0].reward > ranked[1].reward
+    assert missed.checks["request"].detail["summary"] == "thickness 6 mm, asked 8 mm"
 
 
 def test_an_edit_that_changes_only_what_was_asked_wins(pool) -> None:

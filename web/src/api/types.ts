@@ -41,6 +41,8 @@ export interface Candidate {
   index: number;
   reward: number;
   valid: boolean;
+  /** "valid", "not as asked" (sound, not what the request asked) or "invalid". */
+  verdict?: string;
   finish_reason?: string;
   program: string;
 }

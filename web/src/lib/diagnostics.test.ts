@@ -27,6 +27,15 @@ describe("diagnosticsFor", () => {
     expect(diagnosticsFor(report({ kind: "timeout", message: "m", line: null }), doc)[0].from).toBe(0);
   });
 
+  it("marks nothing when the part is sound but not what was asked", () => {
+    const notAsked: Report = {
+      ...report({ kind: "check_failed", message: "failed checks: request; not as asked: height 4 mm, asked 40 mm", line: null }),
+      checks: { executes: { score: 1, passed: true }, request: { score: 0.1, passed: false } },
+      metrics: { geometry_sound: true },
+    };
+    expect(diagnosticsFor(notAsked, doc)).toEqual([]);
+  });
+
   it("has nothing for a valid report or one without an error", () => {
     expect(diagnosticsFor(report(null, true), doc)).toEqual([]);
     expect(diagnosticsFor(report(null), doc)).toEqual([]);

@@ -1,12 +1,14 @@
 /**
- * The Checks panel: the verdict (a big VALID or INVALID) and reward of the Report shown — the
- * current version's, or the last validation of edited code — and a badge per check with its
- * score, and its detail on hover or when expanded.
+ * The Checks panel: the verdict (a big VALID, NOT AS ASKED or INVALID) and reward of the Report
+ * shown — the current version's, or the last validation of edited code — then its two halves as
+ * badges, "sound geometry" and "matches the request" (with each number that is off: "height 4 mm,
+ * asked 40 mm"), and a badge per check with its score, and its detail on hover or when expanded.
  */
 import type { Report } from "../api/types";
 import type { Editor, ReportSource } from "../editor";
 import { clear, h } from "../lib/dom";
 import { detailText, errorText, formatReward } from "../lib/format";
+import { verdictOf } from "../lib/verdict";
 
 export class ChecksPanel {
   readonly element: HTMLElement;
@@ -14,6 +16,7 @@ export class ChecksPanel {
   private readonly reward = h("span", { className: "reward" });
   private readonly source = h("p", { className: "muted" });
   private readonly error = h("p", { className: "check-error" });
+  private readonly halves = h("ul", { className: "verdict-halves", "aria-label": "Verdict" });
   private readonly list = h("ul", { className: "checks", "aria-label": "Check results" });
 
   constructor(editor: Editor) {
@@ -23,6 +26,7 @@ export class ChecksPanel {
       h("h2", {}, "Checks"),
       h("div", { className: "verdict-row" }, this.verdict, this.reward),
       this.source,
+      this.halves,
       this.error,
       this.list,
     );
@@ -31,9 +35,18 @@ export class ChecksPanel {
 
   private show(report: Report, source: ReportSource): void {
     const valid = Boolean(report.valid);
-    this.verdict.textContent = valid ? "VALID" : "INVALID";
+    const verdict = verdictOf(report);
+    this.verdict.textContent = verdict.label;
     this.verdict.dataset.valid = String(valid);
+    this.verdict.dataset.verdict = verdict.kind;
     this.element.dataset.valid = String(valid);
+    clear(this.halves);
+    if (verdict.sound !== null) {
+      this.halves.append(half("sound", verdict.sound, "sound geometry", []));
+    }
+    if (verdict.asked !== null) {
+      this.halves.append(half("asked", verdict.asked.passed, "matches the request", verdict.asked.missed));
+    }
     this.reward.textContent = `reward ${formatReward(report.reward)}`;
     this.source.textContent = {
       version: "of the current version",
@@ -65,4 +78,14 @@ export class ChecksPanel {
       );
     }
   }
+}
+
+/** One half of the verdict: a badge, and what is off under it. */
+function half(name: string, passed: boolean, label: string, missed: string[]): HTMLElement {
+  return h(
+    "li",
+    { "data-half": name, "data-passed": String(passed), className: "check" },
+    h("span", { className: "badge" }, `${passed ? "✓" : "✗"} ${label}`),
+    ...missed.map((note) => h("span", { className: "missed" }, note)),
+  );
 }

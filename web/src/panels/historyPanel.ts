@@ -3,11 +3,12 @@
  * visited versions, and comparing two versions: their code diff in #diff, and the other model
  * drawn translucent over the current one.
  */
-import type { Session, Version } from "../api/types";
+import { versionReport, type Session, type Version } from "../api/types";
 import type { Editor } from "../editor";
 import { diffStats, lineDiff } from "../lib/diff";
 import { clear, h } from "../lib/dom";
 import { flattenTree } from "../lib/history";
+import { verdictOf } from "../lib/verdict";
 
 export class HistoryPanel {
   readonly element: HTMLElement;
@@ -81,7 +82,7 @@ export class HistoryPanel {
       },
       open,
       h("span", { className: "what" }, `${version.source} · ${what}`),
-      h("span", { className: version.valid ? "ok" : "bad" }, version.valid ? "✓" : "✗"),
+      mark(version),
       box,
     );
   }
@@ -117,4 +118,12 @@ export class HistoryPanel {
     }
     this.diff.append(pre);
   }
+}
+
+/** ✓ for a valid version, ≠ for sound geometry that is not what was asked, ✗ otherwise. */
+function mark(version: Version): HTMLElement {
+  const kind = verdictOf(versionReport(version)).kind;
+  const title = { valid: "valid", "not as asked": "sound, but not as asked", invalid: "invalid" }[kind];
+  const text = { valid: "✓", "not as asked": "≠", invalid: "✗" }[kind];
+  return h("span", { className: kind === "valid" ? "ok" : "bad", title }, text);
 }

@@ -136,7 +136,7 @@ export class PromptPanel {
           { className: candidate.valid ? "valid" : "invalid", title: candidate.program },
           h("span", { className: "index" }, `#${candidate.index}`),
           h("span", { className: "reward" }, formatReward(candidate.reward)),
-          h("span", { className: candidate.valid ? "ok" : "bad" }, candidate.valid ? "valid" : "invalid"),
+          h("span", { className: candidate.valid ? "ok" : "bad" }, candidate.verdict ?? (candidate.valid ? "valid" : "invalid")),
           open,
           h("pre", { className: "preview" }, preview),
         ),

@@ -1,0 +1,157 @@
+"""What a request asks that its part can be measured against: a conservative spec from its words.
+
+"A part 40 mm tall" answered by a ring 4 mm thick is sound geometry and the wrong thing. The
+request's own words are the only spec a served request has, so `asked_items` reads them (with
+stated.py's numbers: units, centimetres, number words, M-sizes, grids) and keeps only what they
+leave no doubt about; validators/cad/reading.py checks the items against the measured part.
+
+**What is asked.** A size of the *whole* part, named by an axis word: tall/high/height (the
+part's z extent), long/length, wide/width, deep/depth, across/AF/hex/flat to flat (some extent),
+thick/thickness/thk/t (the thinnest extent, or z), diameter/dia/Ø/OD/d/"outside" (two
+extents), "N mm square", "an N mm cube", and a size triple or pair "80 × 71 × 4 mm" (the
+extents, in any order). Counts the
+measurements can show: holes ("six M5 bolt holes", "a 4 x 4 grid of M8 holes": at least that
+many round holes), and in a scene the objects it is made of ("seven blocks": at least that many
+solids). Nothing else: teeth, notches, sizes of features, "a 60 mm flange" (which size?).
+
+**Whose size it is** is wording.py's reading: a number is the whole's only when its words give
+it no other owner (a leg, a groove, each of several, a feature before it in a list). A scene's
+sizes always belong to one of its objects ("a table 60 mm high" with things on it), so a scene
+is asked only its counts. Digits before "holes" or "legs" may be their size ("5 holes (2 per
+side)"), so they count only with the holes' size after them ("4 holes dia 6"). Anything in doubt
+asks nothing.
+
+**How closely.** `about` (within the check's tolerance) when the request names nothing but the
+thing and what is cut into it: then its sizes are the part's extents. Any other component ("a
+knuckle", "a tab", "legs") may stick out, so sizes are `at_least`: the extent is at least the
+stated size. A thickness is `about` only for flat things (plates, washers, flanges, gears...), a
+triple or pair only for box-like ones (plates, boxes, blocks...). An edit ("make it 12 mm
+thick") is judged only on absolute sizes of the whole, `at_least` (the previous program's other
+features are unknown to its words), never on counts ("add 2 holes") or heights (a program's
+"height" may lean, as a phone stand's back does).
+
+**Format** (plain JSON, a list; validators/cad/reading.py checks it):
+  {"what": "height", "value_mm": 40.0, "match": "about", "phrase": "40 mm tall"}
+  {"what": "box", "values_mm": [80.0, 71.0, 4.0], "match": "about", "phrase": "80 × 71 × 4 mm"}
+  {"what": "holes", "count": 6, "match": "at_least", "phrase": "six M5 bolt holes"}
+`what` is one of SIZES (value_mm, or values_mm for a box) or COUNTS (count); `match` is
+"about" or "at_least"; `phrase` is the request's words it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from genservice.generation.stated import grid_counts
+from genservice.generation.wording import WHOLE, Reading, counted, sized_after
+
+SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
+COUNTS = ("holes", "objects")
+MATCHES = ("about", "at_least")
+# Things whose thickness is their thinnest extent, and things whose size triple is their box.
+_FLAT = {"plate", "washer", "shim", "flange", "disc", "disk", "gasket", "gear", "nut", "blank"}
+_FLAT |= {"sheet", "panel", "tile", "coaster", "wheel", "pulley", "sheave", "spacer", "sleeve"}
+_BOXY = {"plate", "box", "enclosure", "case", "housing", "block", "brick", "slab", "cube"}
+_BOXY |= {"cuboid", "tray", "board", "panel", "tile", "sheet", "bar", "bracket"}
+_OBJECTS = {"blocks", "slabs", "layers", "tiers", "levels", "shelves", "boxes", "cubes"}
+_OBJECTS |= {"objects", "items", "legs", "dividers", "cans", "books", "bricks", "posts"}
+_SIZED_BY_DIGITS = {"holes", "legs"}  # "5 holes", "8 legs" may be their size in millimetres
+_NOT_ROUND = {"square", "hex", "hexagonal", "rectangular", "oblong", "slotted", "elongated"}
+_NOT_ROUND |= {"oval", "triangular", "keyhole"}
+_GRID_OF_HOLES = re.compile(
+    r"\w+\s*(?:x|×|by)\s*\w+\s+(?:grid|array|pattern)\b(?:\W+\w+){0,4}?\W+holes\b", re.IGNORECASE
+)
+
+
+def asked_items(text: str, domain: str = "cad", edit: bool = False) -> list[dict[str, Any]]:
+    """What a request asks that the part's measurements can show (the module's format); an
+    edit's instruction with `edit`. Empty when its words leave any doubt, and for code."""
+    if domain not in ("cad", "scene") or not text.strip():
+        return []
+    reading = Reading(text, edit)
+    if not reading.numbers:
+        return []
+    items = [] if domain == "scene" else _sizes(reading)
+    if not edit:
+        items += _counts(reading, text, domain)
+    return items
+
+
+def task_items(task: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """What a task row asks in its own words: its prompt's items, or for an edit (a previous
+    program and an instruction) its instruction's; None when nothing (code asks nothing)."""
+    edit = bool(task.get("instruction")) and task.get("previous_program") is not None
+    text = str((task.get("instruction") if edit else task.get("prompt")) or "")
+    return asked_items(text, str(task.get("domain")), edit=edit) or None
+
+
+def _sizes(reading: Reading) -> list[dict[str, Any]]:
+    """The overall sizes the words ask: one item per axis and value, a box per size chain."""
+    simple = reading.simple() and not reading.edit
+    flat = bool(reading.thing & {w[:4] for w in _FLAT})
+    boxy = bool(reading.thing & {w[:4] for w in _BOXY})
+    items: list[dict[str, Any]] = []
+    seen: set[tuple[str, float]] = set()
+    boxes: set[tuple[float, ...]] = set()
+    for at in sorted(reading.numbers):
+        number = reading.numbers[at]
+        if number.chain == [-1] or number.form == "count" or number.axis is None:
+            continue
+        if reading.edit and number.axis == "height":
+            continue  # a program's "height" may lean: "make it 60 mm tall" of a phone stand
+        axis = "od" if number.axis == "diameter" and number.outer else number.axis
+        if reading.owner(number, axis) != WHOLE:
+            continue
+        phrase = reading.phrase(number.start, number.end)
+        if number.axis in ("box", "square", "cube"):
+            # "80 × 71 × 4 mm", "40 mm square", "a 50 mm cube"
+            chain = {"box": number.chain, "square": [at, at], "cube": [at, at, at]}[number.axis]
+            values = [reading.numbers[c].value for c in chain]
+            if len(values) <= 3 and tuple(sorted(values)) not in boxes:
+                boxes.add(tuple(sorted(values)))
+                match = "about" if simple and boxy else "at_least"
+                items.append({"what": "box", "values_mm": values, "match": match, "phrase": phrase})
+            continue
+        what = number.axis
+        twin = {"across": "diameter", "diameter": "across"}.get(what, what)  # "OD 75, 75 across"
+        if (what, number.value) in seen or (twin, number.value) in seen:
+            continue
+        seen.add((what, number.value))
+        match = "about" if simple and (what != "thickness" or flat) else "at_least"
+        items.append({"what": what, "value_mm": number.value, "match": match, "phrase": phrase})
+    return items
+
+
+def _counts(reading: Reading, text: str, domain: str) -> list[dict[str, Any]]:
+    """The counts the words ask: the most holes any phrase or grid asks, the most objects."""
+    holes: list[tuple[int, str]] = []
+    objects: list[tuple[int, str]] = []
+    for number in reading.numbers.values():
+        if number.form not in ("count", "things") or not number.value.is_integer():
+            continue
+        if number.at - 1 in reading.numbers:
+            continue  # "two 3 holes": 3 is a size
+        noun, end = counted(reading.words, number.at + 1)
+        sized = sized_after(reading.words, end)
+        if number.form == "things" and not sized and noun in _SIZED_BY_DIGITS:
+            continue  # "5 holes (2 per side)", "& 8 legs": five millimetre holes, maybe
+        count = int(number.value)
+        if count < 1 or not noun:
+            continue
+        between = set(reading.words[number.at + 1 : end])
+        phrase = reading.phrase(number.at, end)
+        if noun[:4] == "hole" and not between & _NOT_ROUND:
+            holes.append((count, phrase))
+        elif domain == "scene" and noun in _OBJECTS:
+            objects.append((count, phrase))
+    grid = grid_counts(text)
+    found = _GRID_OF_HOLES.search(text)
+    if grid is not None and found:  # "a 4 x 4 grid of M8 holes"
+        holes.append((int(grid[0] * grid[1]), found.group(0)))
+    items = []
+    for what, found_counts in (("holes", holes), ("objects", objects)):
+        if found_counts:
+            count, phrase = max(found_counts)
+            items.append({"what": what, "count": count, "match": "at_least", "phrase": phrase})
+    return items

@@ -1,0 +1,147 @@
+"""What a request asks in its own words (asked.py), and that a served part is judged by it:
+the journey's "a part 40 mm tall" answered by a flat ring is never VALID, and best-of-N picks
+the part that matches when there is one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from genservice.generation.asked import asked_items, task_items
+from genservice.generation.engine import GenerationRequest, Sampled, rank_programs
+from genservice.generation.rerank import rerank
+from training.corpus.build import build_corpus
+from validators.cad.request import missed_only_the_request, request_check
+from validators.cad.validate import CadOptions, validate_cad
+
+EVAL = Path(__file__).resolve().parents[3] / "eval"
+RING = (
+    "import cadquery as cq\nouter_d = 40.0\ninner_d = 30.0\nthickness = 4.0\n"
+    "result = cq.Workplane().circle(outer_d / 2).circle(inner_d / 2).extrude(thickness)\n"
+)
+TALL_PART = (
+    "import cadquery as cq\nheight = 40.0\nresult = cq.Workplane().circle(10).extrude(height)\n"
+)
+FLANGE = "a 60 mm flange with six M5 bolt holes, 8 mm thick"
+
+
+def asked(text: str, domain: str = "cad", edit: bool = False) -> list[tuple]:
+    """The items as (what, size or count, match), for short assertions."""
+    return [
+        (i["what"], i.get("value_mm", i.get("values_mm", i.get("count"))), i["match"])
+        for i in asked_items(text, domain, edit)
+    ]
+
+
+def test_the_journey_part_40_mm_tall_asks_its_height() -> None:
+    assert asked_items("a part 40 mm tall") == [
+        {"what": "height", "value_mm": 40.0, "match": "about", "phrase": "40 mm tall"}
+    ]
+    assert asked(FLANGE) == [("thickness", 8.0, "about"), ("holes", 6, "at_least")]
+
+
+def test_ambiguous_words_and_sizes_of_features_ask_nothing() -> None:
+    assert asked("make something nice about 40 or so") == []
+    assert asked("a bracket with an 8 mm fillet and M5 holes on a bolt circle 50") == []
+    assert asked("a 60 mm flange") == []  # which size? its diameter, most likely: not certain
+    assert asked("a plate with a 25 mm tall boss") == []  # the boss's height
+    assert asked("a wall bracket: the wall leg is 60 tall, the shelf leg 13 cm long") == []
+    assert asked("Flange: Ø130 outside, 12 M6 holes, 5 holes (2 per side)")[1:] == [
+        ("holes", 12, "at_least")  # "5 holes" may be five millimetre holes: not counted
+    ]
+    assert asked("a 5 mm hole, 5 mm deep, in a block") == []  # the hole's depth, maybe
+
+
+def test_units_diameters_and_counts() -> None:
+    assert asked("a 6 cm tall vase") == [("height", 60.0, "about")]
+    assert asked("Plain washer OD 24 ID 12.5 thk 2.5") == [
+        ("diameter", 24.0, "about"),
+        ("thickness", 2.5, "about"),
+    ]
+    assert asked("Round knob Ø25 h18: ten notches, a 6 mm shaft hole 10 deep") == [
+        ("diameter", 25.0, "about"),
+        ("height", 18.0, "about"),
+    ]
+    assert asked("Flat plate 80 × 71 × 4 mm, 4 x 4 grid M8 clearance holes") == [
+        ("box", [80.0, 71.0, 4.0], "about"),
+        ("holes", 16, "at_least"),
+    ]
+    # Orientation: a hex standoff's length is any extent; across flats, another one.
+    assert asked("A hex spacer, length 12, a 4.5 mm bore and 8 across flats") == [
+        ("length", 12.0, "about"),
+        ("across", 8.0, "about"),
+    ]
+
+
+def test_what_may_stick_out_makes_sizes_lower_bounds() -> None:
+    leaf = asked("hinge leaf 75 x 16 x 4 mm, knuckle OD 14, pin 3.5")
+    assert leaf == [("box", [75.0, 16.0, 4.0], "at_least")]
+    bracket = asked("Create an L-bracket: 29 mm wide; 8 millimeters thick; horizontal leg 55")
+    assert bracket == [("width", 29.0, "at_least"), ("thickness", 8.0, "at_least")]
+
+
+def test_edits_ask_only_absolute_sizes_of_the_whole_and_scenes_only_counts() -> None:
+    assert asked("make it 12 mm thick and add a raised hub", edit=True) == [
+        ("thickness", 12.0, "at_least")
+    ]
+    assert asked("add 2 holes", edit=True) == []
+    assert asked("make the hub 20 mm tall", edit=True) == []
+    assert asked("make it 60 mm tall", edit=True) == []  # a program's "height" may lean
+    assert asked("Stack seven square blocks, each 10 mm tall", "scene") == [
+        ("objects", 7, "at_least")
+    ]
+    assert asked("a 40 mm tall part", "code") == []
+    edit = {"domain": "cad", "prompt": "a plate 5 mm thick", "instruction": "make it 9 mm thick"}
+    assert task_items({**edit, "previous_program": "x = 1\n"}) == asked_items(
+        "make it 9 mm thick", "cad", edit=True
+    )
+
+
+def test_the_ring_for_a_tall_part_is_not_as_asked_and_the_tall_part_wins(pool) -> None:
+    geometry = CadOptions(printability=False, physics=False)
+    items = asked_items("a part 40 mm tall")
+    ring = validate_cad(RING, pool, request=items, options=geometry)
+    assert not ring.valid and missed_only_the_request(ring)
+    assert ring.checks["request"].detail["summary"] == "height 4 mm, asked 40 mm"
+    ranked = rerank([RING, TALL_PART], "cad", pool, asked=("a part 40 mm tall", None))
+    assert [s.program for s in ranked] == [TALL_PART, RING]
+    assert ranked[0].valid and not ranked[1].valid
+
+
+def test_serving_never_calls_the_wrong_part_valid(pool) -> None:
+    request = GenerationRequest(prompt="a part 40 mm tall", n=2)
+    both = [Sampled(RING, "stop", 10), Sampled(TALL_PART, "stop", 10)]
+    best = rank_programs(request, both, pool)[0]
+    assert best.program == TALL_PART and best.valid
+    only_ring = rank_programs(request, [Sampled(RING, "stop", 10)], pool)[0]
+    assert not only_ring.valid and only_ring.report.error is not None
+    assert "height 4 mm, asked 40 mm" in only_ring.report.error.message
+
+
+@pytest.mark.parametrize("family", ["flange", "hex_nut", "plate_holes", "stacked_blocks"])
+def test_corpus_references_raise_no_alarm(pool, family: str) -> None:
+    """A few references per family (bench/request.py measures thousands)."""
+    geometry = CadOptions(printability=False, physics=False)
+    for task in build_corpus(4, "asked-test", families=[family]):
+        items = task_items(task)
+        report = validate_cad(
+            task["reference"], pool, request=items, options=geometry, domain=task["domain"]
+        )
+        assert report.valid, (task["prompt"], report.error)
+
+
+@pytest.mark.parametrize("name", ["requests_ood.jsonl", "requests_in_family.jsonl"])
+def test_hand_written_requests_ask_nothing_their_expected_size_contradicts(name: str) -> None:
+    """eval/'s requests are worded freely, each with the overall size a person meant: no item
+    derived from the words may contradict it, and most requests ask something."""
+    rows = [json.loads(line) for line in (EVAL / name).read_text().splitlines() if line.strip()]
+    asking = 0
+    for row in rows:
+        items = asked_items(row["prompt"], row["domain"])
+        asking += bool(items)
+        sizes = [i for i in items if i["what"] not in ("holes", "objects")]
+        check = request_check(sizes, {"bbox_mm": row["spec"]["bbox_mm"]})
+        assert check is None or check.passed, (row["prompt"], check.detail["summary"])
+    assert asking >= 0.75 * len(rows)

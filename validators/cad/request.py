@@ -1,0 +1,218 @@
+"""The `request` check: does the part have the sizes and counts its request asked for?
+
+A served request has no spec but its words. genservice/generation/asked.py derives from them a
+conservative list of items (what the words leave no doubt about); this module checks the items
+against what was measured of the part (its bounding box, holes, solids), without knowing where
+they came from. An item is plain JSON:
+
+  {"what": "height", "value_mm": 40.0, "match": "about", "phrase": "40 mm tall"}
+  {"what": "box", "values_mm": [80.0, 71.0, 4.0], "match": "about", "phrase": "80 × 71 × 4 mm"}
+  {"what": "holes", "count": 6, "match": "at_least", "phrase": "six M5 bolt holes"}
+
+What each size means for the extents [x, y, z] of the bounding box (people do not say which
+axis is the length and which the width, so only a height is tied to an axis):
+
+- height: z; length, width, depth, across: some extent, each its own (a "length 80, width 80"
+  part needs two extents of 80);
+- thickness: the thinnest extent, or z;
+- diameter: two extents (a disc), or one with the other two larger (a bent tube);
+- box: the extents in any order (a pair: two of them);
+- holes: at least that many round holes; objects: at least that many solids.
+
+`about` is within TOLERANCE (relative, with an absolute floor); `at_least` is a lower bound
+(the extent is at least the size, less the tolerance), for sizes of a thing that may have more
+sticking out of it. The check passes when every item does; its score is the mean of the items'
+(1 when met, else how close). Each item's detail says, in words, what was measured and asked:
+"height 4 mm, asked 40 mm".
+
+Whether a failed `request` makes a Report invalid is validate.py's call (it gates, like `spec`:
+a served Report never says VALID for the wrong thing); `geometry_sound` in the metrics keeps the
+other half of the verdict, and `missed_only_the_request` tells the one from the other.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from validators.report import Check, Report
+
+SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
+COUNTS = ("holes", "objects")
+MATCHES = ("about", "at_least")
+TOLERANCE = 0.05  # relative: a request's sizes are a person's words, not a drawing's
+FLOOR_MM = 0.2  # absolute floor of the tolerance, for small sizes
+FREE = ("length", "width", "depth", "across")  # one extent each, in any orientation
+JUDGED = ("spec", "request", "similarity")  # checks that judge against what was asked
+
+
+def check_request(items: Any) -> list[dict[str, Any]]:
+    """Validate a list of request items; raise ValueError saying what to fix."""
+    if not isinstance(items, list):
+        raise ValueError("request must be a list of items")
+    for item in items:
+        if not isinstance(item, dict) or item.get("what") not in (*SIZES, *COUNTS):
+            raise ValueError(f"request item {item!r}: 'what' must be one of {SIZES + COUNTS}")
+        if item.get("match", "about") not in MATCHES:
+            raise ValueError(f"request item {item!r}: 'match' must be one of {MATCHES}")
+        what = item["what"]
+        if what == "box":
+            values = item.get("values_mm")
+            if not (isinstance(values, list) and len(values) in (2, 3)):
+                raise ValueError(f"request item {item!r}: a box needs values_mm, 2 or 3 sizes")
+            if not all(_positive(v) for v in values):
+                raise ValueError(f"request item {item!r}: values_mm must be positive numbers")
+        elif what in SIZES and not _positive(item.get("value_mm")):
+            raise ValueError(f"request item {item!r}: value_mm must be a positive number")
+        count = item.get("count")
+        if what in COUNTS and not (isinstance(count, int) and not isinstance(count, bool)):
+            raise ValueError(f"request item {item!r}: count must be a whole number")
+    return items
+
+
+def request_check(asked: list[dict[str, Any]], metrics: Mapping[str, Any]) -> Check | None:
+    """The `request` check of a part's measured metrics (bbox_mm, holes, solids) against the
+    items its request asked; None when nothing was asked."""
+    if not asked:
+        return None
+    extents = [float(v) for v in metrics["bbox_mm"]]
+    results = [_judge(item, extents, metrics) for item in asked]
+    _assign_free(asked, results, extents)
+    passed = all(r["ok"] for r in results)
+    missed = [r["note"] for r in results if not r["ok"]]
+    detail = {
+        "items": results,
+        "summary": "; ".join(missed) if missed else "as asked",
+        "tolerance": TOLERANCE,
+        "extents_mm": [round(e, 3) for e in extents],
+    }
+    return Check(sum(r["score"] for r in results) / len(results), passed, detail)
+
+
+def missed_only_the_request(report: Report) -> bool:
+    """Whether a Report is invalid only because the part does not match its request: sound
+    geometry, a spec and reference (if any) met, the `request` check failed. Such a part is
+    still shown, with what is off; it is never called valid."""
+    request = report.checks.get("request")
+    if report.valid or request is None or request.passed:
+        return False
+    others = [report.checks[name] for name in JUDGED if name in report.checks]
+    return bool(report.metrics.get("geometry_sound")) and all(
+        c.passed for c in others if c is not request
+    )
+
+
+def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any]) -> dict:
+    """One item's verdict (free sizes get their extent in `_assign_free`)."""
+    what, match = item["what"], item.get("match", "about")
+    result: dict[str, Any] = {"what": what, "match": match, "phrase": item.get("phrase", "")}
+    if what in COUNTS:
+        wanted = int(item["count"])
+        noun = "holes" if what == "holes" else "solids"
+        have = int(metrics.get(noun) or 0)
+        ok = have >= wanted
+        score = 1.0 if ok else have / wanted if wanted else 0.0
+        note = f"{have} {noun}, asked {wanted}" + ("" if ok else f" ({result['phrase']})")
+        return {**result, "asked": wanted, "measured": have, "ok": ok, "score": score,
+                "note": note}  # fmt: skip
+    if what == "box":
+        want_box = sorted((float(v) for v in item["values_mm"]), reverse=True)
+        have_box = sorted(extents, reverse=True)
+        if len(want_box) == 2 and match == "about":
+            ok = any(
+                all(_near(extents[i], w) for i, w in zip(pair, want_box, strict=True))
+                for pair in itertools.permutations(range(3), 2)
+            )
+        elif match == "about":
+            ok = all(_near(h, w) for h, w in zip(have_box, want_box, strict=True))
+        else:
+            ok = all(_above(h, w) for h, w in zip(have_box, want_box, strict=False))
+        errors = [min(abs(h - w) / w for h in have_box) for w in want_box]
+        score = 1.0 if ok else max(0.0, 1 - max(errors))
+        note = f"size {_mm(have_box)}, asked {_mm(want_box)}"
+        return {**result, "asked": want_box, "measured": have_box, "ok": ok, "score": score,
+                "note": note}  # fmt: skip
+    want = float(item["value_mm"])
+    result["asked"] = want
+    if what == "height":
+        return _verdict(result, extents[2], want, match)
+    if what == "thickness":
+        thinnest = min(extents)
+        if match == "at_least" or (not _near(thinnest, want) and _near(extents[2], want)):
+            return _verdict(result, extents[2], want, match)  # a sleeve's thickness is its z
+        return _verdict(result, thinnest, want, match)
+    if what == "diameter":
+        near = sorted(extents, key=lambda e: abs(e - want))
+        if match == "at_least":
+            return _verdict(result, sorted(extents)[1], want, match)  # the two largest
+        bent = _near(near[0], want) and all(_above(e, want) for e in near[1:])
+        if bent or _near(near[1], want):
+            return _verdict(result, near[0], want, match, ok=True)
+        return _verdict(result, near[0] if not _near(near[0], want) else near[1], want, match)
+    if match == "at_least":
+        return _verdict(result, max(extents), want, match)
+    nearest = min(extents, key=lambda e: abs(e - want))
+    return _verdict(result, nearest, want, match)  # one of FREE: `_assign_free` settles it
+
+
+def _assign_free(asked: list[dict[str, Any]], results: list[dict], extents: list[float]) -> None:
+    """Give each `about` height and free size its own extent (a height has z), the most items
+    met; an item left without one fails, saying which extent the others took."""
+    index = [
+        i
+        for i, item in enumerate(asked)
+        if item.get("match", "about") == "about" and item["what"] in ("height", *FREE)
+    ]
+    if len(index) < 2:
+        return
+    options = []
+    for i in index:
+        want = float(asked[i]["value_mm"])
+        axes = [2] if asked[i]["what"] == "height" else [0, 1, 2]
+        options.append([a for a in axes if _near(extents[a], want)] + [None])
+    best: tuple[Any, ...] = ()
+    for choice in itertools.product(*options):
+        taken = [a for a in choice if a is not None]
+        if len(taken) == len(set(taken)) and len(taken) > sum(a is not None for a in best):
+            best = choice
+    for i, axis in zip(index, best or [None] * len(index), strict=True):
+        result = results[i]
+        if result["ok"] and axis is None:
+            result.update(ok=False, score=0.5)
+            result["note"] = (
+                f"{result['what']}: no extent of {_mm(extents)} left for {_mm([result['asked']])}"
+                f" (the others took it)"
+            )
+
+
+def _verdict(
+    result: dict[str, Any], have: float, want: float, match: str, ok: bool | None = None
+) -> dict[str, Any]:
+    ok = (_near(have, want) if match == "about" else _above(have, want)) if ok is None else ok
+    score = 1.0 if ok else max(0.0, 1 - abs(have - want) / want)
+    note = f"{result['what']} {_mm([have])}, asked {_mm([want])}"
+    return {**result, "measured": round(have, 3), "ok": ok, "score": score, "note": note}
+
+
+def _near(have: float, want: float) -> bool:
+    return abs(have - want) <= max(TOLERANCE * want, FLOOR_MM)
+
+
+def _above(have: float, want: float) -> bool:
+    return have >= want - max(TOLERANCE * want, FLOOR_MM)
+
+
+def _mm(values: list[float]) -> str:
+    shown = [f"{v:.2f}".rstrip("0").rstrip(".") for v in values]
+    return " × ".join(shown) + " mm"
+
+
+def _positive(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )

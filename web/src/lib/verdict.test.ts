@@ -1,0 +1,52 @@
+// Unit tests of the two-part verdict: sound geometry, and matching the request.
+import { describe, expect, it } from "vitest";
+import type { Report } from "../api/types";
+import { verdictOf } from "./verdict";
+
+function report(valid: boolean, checks: Report["checks"], metrics: Record<string, unknown> = {}): Report {
+  return { valid, reward: 0.5, checks, error: null, metrics, parameters: {} };
+}
+
+const ok = { score: 1, passed: true };
+const height = {
+  score: 0.1,
+  passed: false,
+  detail: {
+    items: [
+      { what: "height", ok: false, note: "height 4 mm, asked 40 mm" },
+      { what: "holes", ok: true, note: "6 holes, asked 6" },
+    ],
+    summary: "height 4 mm, asked 40 mm",
+  },
+};
+
+describe("verdictOf", () => {
+  it("calls a sound part that ignores the request NOT AS ASKED, with the number that is off", () => {
+    const v = verdictOf(report(false, { executes: ok, solid: ok, request: height }, { geometry_sound: true }));
+    expect(v.kind).toBe("not as asked");
+    expect(v.label).toBe("NOT AS ASKED");
+    expect(v.sound).toBe(true);
+    expect(v.asked).toEqual({ passed: false, missed: ["height 4 mm, asked 40 mm"] });
+  });
+
+  it("is VALID only when the geometry is sound and the request is met", () => {
+    const v = verdictOf(report(true, { executes: ok, request: { ...ok, detail: { items: [] } } }, { geometry_sound: true }));
+    expect(v).toEqual({ kind: "valid", label: "VALID", sound: true, asked: { passed: true, missed: [] } });
+  });
+
+  it("is INVALID when the geometry is not sound, whatever was asked", () => {
+    const broken = report(false, { executes: ok, watertight: { score: 0, passed: false }, request: height }, { geometry_sound: false });
+    expect(verdictOf(broken).kind).toBe("invalid");
+    const missedSpec = report(false, { spec: { score: 0.2, passed: false }, request: height }, { geometry_sound: true });
+    expect(verdictOf(missedSpec).kind).toBe("invalid");
+  });
+
+  it("says nothing about the request when nothing was asked, and reads old Reports", () => {
+    const v = verdictOf(report(true, { executes: ok }));
+    expect(v.asked).toBeNull();
+    expect(v.sound).toBe(true);
+    expect(verdictOf(report(false, { spec: { score: 0, passed: false } })).sound).toBeNull();
+    const crashed = { ...report(false, { executes: { score: 0, passed: false } }), error: { kind: "exception", message: "boom", line: 3 } };
+    expect(verdictOf(crashed).sound).toBe(false);
+  });
+});

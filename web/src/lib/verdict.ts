@@ -1,0 +1,47 @@
+/**
+ * The verdict of a Report in two halves: is the geometry sound, and does the part match what its
+ * request asked (the `request` check: sizes and counts the request's own words leave no doubt
+ * about). A sound part that ignores the request is NOT AS ASKED, never VALID, and says which
+ * number is off ("height 4 mm, asked 40 mm").
+ */
+import type { Report } from "../api/types";
+
+/** The three verdicts, as the API's job results name them. */
+export type VerdictKind = "valid" | "not as asked" | "invalid";
+
+export interface Verdict {
+  kind: VerdictKind;
+  /** VALID, NOT AS ASKED or INVALID. */
+  label: string;
+  /** Sound geometry (every check passed but those that judge against what was asked); null when unknown. */
+  sound: boolean | null;
+  /** The request check: passed, and each number that is off (none when it passed); null when nothing was asked. */
+  asked: { passed: boolean; missed: string[] } | null;
+}
+
+const JUDGED = ["spec", "request", "similarity"];
+
+/** The verdict of a Report (see the module comment). */
+export function verdictOf(report: Report): Verdict {
+  const checks = report.checks ?? {};
+  const request = checks.request;
+  const asked = request ? { passed: Boolean(request.passed), missed: missedItems(request.detail) } : null;
+  const measured = report.metrics?.geometry_sound;
+  const broken = report.error && report.error.kind !== "check_failed"; // it did not run, or built no solid
+  const sound = typeof measured === "boolean" ? measured : report.valid ? true : broken ? false : null;
+  const othersMet = JUDGED.filter((name) => name !== "request" && checks[name]).every((name) => checks[name].passed);
+  let kind: VerdictKind = report.valid ? "valid" : "invalid";
+  if (!report.valid && sound === true && asked !== null && !asked.passed && othersMet) kind = "not as asked";
+  const label = { valid: "VALID", "not as asked": "NOT AS ASKED", invalid: "INVALID" }[kind];
+  return { kind, label, sound, asked };
+}
+
+/** The notes of the request check's items that were not met ("height 4 mm, asked 40 mm"). */
+function missedItems(detail: unknown): string[] {
+  const items = (detail as { items?: unknown } | null | undefined)?.items;
+  if (!Array.isArray(items)) return [];
+  return items
+    .filter((item) => item && typeof item === "object" && (item as { ok?: unknown }).ok === false)
+    .map((item) => String((item as { note?: unknown }).note ?? ""))
+    .filter((note) => note !== "");
+}
