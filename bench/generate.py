@@ -11,13 +11,17 @@ Two prompts: a new part (short) and an edit (the previous program in the prompt:
 Then the cost of steering code candidates to the requested function (entry_point.py): one code
 request sampled with and without steering, interleaved, at natural length. Then whole requests
 (`engine.generate`: sample, clean, validate on the sandbox pool, rank) to split wall time between
-generating and validating.
+generating and validating. Then repair (`--repair-requests K` per set, default 4): whole requests
+from the test split, the held-out families and eval/requests_ood.jsonl served with one repair
+round, to measure how often a round is needed and fixes the part, and what a round costs against
+the fresh best-of-N it follows (the same request, back to back: its prompt is longer, carrying the
+failed program and its error).
 
 Without --model it uses the shipped model (genservice/models/tiny) when present, else a tiny
 *random, untrained* Qwen2 built on the fly in a temporary directory: its candidates are
 garbage that fails to parse, so its validation time is not representative.
 
-Usage: .venv/bin/python -m bench.generate [--model DIR] [--n 8] [--repeats 3]
+Usage: .venv/bin/python -m bench.generate [--model DIR] [--n 8] [--repeats 3] [--repair-requests 4]
 """
 
 from __future__ import annotations
@@ -174,6 +178,85 @@ def _steering(loaded: Any, args: argparse.Namespace) -> dict:
     }
 
 
+def _repair_sets(per_set: int) -> dict[str, list[dict[str, Any]]]:
+    """Requests to serve with repair: a few of the test split, the held-out families and the
+    independent request set."""
+    from training.corpus.build import build_corpus
+    from training.corpus.families import families_for
+
+    families = families_for(["cad", "scene"])
+    sets = {
+        "test": list(
+            build_corpus(per_set, 2027, [f for f in families if not f.held_out], split="test")
+        ),
+        "ood families": list(
+            build_corpus(per_set, 2027, [f for f in families if f.held_out], "ood")
+        ),
+    }
+    lines = (Path(__file__).parent.parent / "eval" / "requests_ood.jsonl").read_text().splitlines()
+    sets["requests_ood"] = [json.loads(line) for line in lines if line.strip()][:per_set]
+    return sets
+
+
+def _repair_cost(loaded: Any, pool: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Serve each set's requests with one repair round: how often it ran and fixed the part,
+    and the cost of the round against the first best-of-N of the same request."""
+    from genservice.generation.engine import GenerationRequest, generate
+
+    rows = []
+    for name, tasks in _repair_sets(args.repair_requests).items():
+        for number, task in enumerate(tasks):
+            request = GenerationRequest(
+                task["prompt"], domain=task["domain"], n=args.n, seed=number,
+                max_new_tokens=args.repair_tokens, temperature=args.temperature,
+                top_p=args.top_p, spec=task.get("spec"), repair=1,
+            )  # fmt: skip
+            begun = time.perf_counter()
+            result = generate(request, loaded, pool)
+            row: dict[str, Any] = {
+                "set": name,
+                "id": task.get("id"),
+                "wall_s": time.perf_counter() - begun,
+                "first_s": result.timings["generate_s"] + result.timings["validate_s"],
+                "first_valid": any(c.valid for c in result.candidates if c.round == 0),
+                "repaired": bool(result.repairs),
+                "valid": result.valid,
+            }
+            if result.repairs:
+                round_ = result.repairs[0]
+                row["repair_s"] = round_.generate_s + round_.validate_s
+                row["fixed"] = round_.valid > 0
+            rows.append(row)
+    first = [r["first_s"] for r in rows]
+    rounds = [r["repair_s"] for r in rows if "repair_s" in r]
+    by_set = {}
+    for name in dict.fromkeys(r["set"] for r in rows):
+        mine = [r for r in rows if r["set"] == name]
+        needed = [r for r in mine if r["repaired"]]
+        by_set[name] = {
+            "requests": len(mine),
+            "needed": len(needed) / len(mine),
+            "fixed_of_needed": sum(r["fixed"] for r in needed) / len(needed) if needed else None,
+            "valid_before": sum(r["first_valid"] for r in mine) / len(mine),
+            "valid_after": sum(r["valid"] for r in mine) / len(mine),
+        }
+    summary: dict[str, Any] = {"sets": by_set, "n": args.n, "max_new_tokens": args.repair_tokens}
+    if first and rounds:
+        summary.update(
+            first_round_median_s=statistics.median(first),
+            repair_round_median_s=statistics.median(rounds),
+            repair_over_first=statistics.median(rounds) / statistics.median(first),
+            first_candidates_per_s=args.n / statistics.median(first),
+            repair_candidates_per_s=args.n / statistics.median(rounds),
+            wall_median_s_repaired=statistics.median(r["wall_s"] for r in rows if r["repaired"]),
+            wall_median_s_unrepaired=(
+                statistics.median(w) if (w := [r["wall_s"] for r in rows if not r["repaired"]])
+                else None
+            ),
+        )  # fmt: skip
+    return {"summary": summary, "requests": rows}
+
+
 def main() -> None:
     """Run the benchmark and write its JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -185,6 +268,13 @@ def main() -> None:
     parser.add_argument("--top-p", type=float, default=0.95)
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--repair-requests",
+        type=int,
+        default=4,
+        help="requests per set served with repair (0: skip)",
+    )
+    parser.add_argument("--repair-tokens", type=int, default=600, help="new tokens per candidate")
     parser.add_argument("--out", type=Path, default=Path("bench/results/generate.json"))
     args = parser.parse_args()
 
@@ -247,6 +337,7 @@ def main() -> None:
                         "valid": sum(c.valid for c in result.candidates),
                     }
                 )
+            repair = _repair_cost(loaded, pool, args) if args.repair_requests > 0 else None
     generating = statistics.median(r["generate_s"] for r in requests)
     validating = statistics.median(r["validate_s"] for r in requests)
     summary = {
@@ -267,7 +358,14 @@ def main() -> None:
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"summary": summary, "requests": requests}, indent=2) + "\n")
+    if repair is not None:
+        summary["repair"] = repair["summary"]
+    payload = {
+        "summary": summary,
+        "requests": requests,
+        "repair_requests": (repair or {}).get("requests"),
+    }
+    args.out.write_text(json.dumps(payload, indent=2) + "\n")
 
     out = Console(width=120)
     out.print(f"{label}; best-of-{args.n}, {args.max_new_tokens} new tokens each")
@@ -295,7 +393,34 @@ def main() -> None:
         f"({100 * split['generate_share']:.0f}% generating; pool start "
         f"{pool_start_s:.1f} s, once)"
     )
+    if repair is not None:
+        _print_repair(out, repair["summary"])
     out.print(f"wrote {args.out}")
+
+
+def _print_repair(out: Any, summary: dict[str, Any]) -> None:
+    """The repair table: per set, how often a round ran and fixed the part; what it cost."""
+    from rich.table import Table
+
+    table = Table(
+        "set", "requests", "round needed", "fixed (of needed)", "valid before", "valid after"
+    )
+    for name, row in summary["sets"].items():
+        fixed = row["fixed_of_needed"]
+        table.add_row(
+            name, str(row["requests"]), f"{100 * row['needed']:.0f}%",
+            "–" if fixed is None else f"{100 * fixed:.0f}%",
+            f"{100 * row['valid_before']:.0f}%", f"{100 * row['valid_after']:.0f}%",
+        )  # fmt: skip
+    out.print(table)
+    if "repair_over_first" in summary:
+        out.print(
+            f"a repair round: {summary['repair_round_median_s']:.2f} s median "
+            f"({summary['repair_candidates_per_s']:.2f} candidates/s) vs the first best-of-"
+            f"{summary['n']} {summary['first_round_median_s']:.2f} s "
+            f"({summary['first_candidates_per_s']:.2f} candidates/s): "
+            f"{summary['repair_over_first']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

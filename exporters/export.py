@@ -21,6 +21,7 @@ from exporters.parts import PartMesh, PartsError, parts_from_payload
 from exporters.provenance import GenerationRecord, Provenance, make_provenance, write_manifest
 from exporters.stl import stl_bytes
 from exporters.threemf import threemf_bytes
+from validators.cad.request import missed_only_the_request
 from validators.cad.validate import CadOptions, Executor, run_cad
 from validators.report import Report
 from validators.sandbox.limits import Limits
@@ -86,8 +87,13 @@ def export_script(
     limits: Limits | None = None,
     domain: str = "cad",
     spec: dict[str, Any] | None = None,
+    request: list[dict[str, Any]] | None = None,
 ) -> ExportResult:
-    """Run, validate and export one script; raise ExportError (writing nothing) if invalid."""
+    """Run, validate and export one script; raise ExportError (writing nothing) if invalid.
+
+    `request`: what its request asked (validators/cad/request.py). A sound part that misses it
+    is still exported (a person asked for it and sees what is off), its manifest carrying the
+    Report that says so: never VALID."""
     options = options or ExportOptions()
     record = record or GenerationRecord.for_script()
     stem = safe_stem(stem)
@@ -110,9 +116,10 @@ def export_script(
         domain=domain,
         runner="cad_export",
         runner_options={"step": step_header if "step" in options.formats else None},
+        request=request,
     )
     report = run.report
-    if not report.valid or run.payload is None:
+    if not (report.valid or missed_only_the_request(report)) or run.payload is None:
         why = report.error.message if report.error else "the result failed its checks"
         failed = [n for n, c in report.checks.items() if not c.passed]
         detail = f" (failed checks: {', '.join(failed)})" if failed and not report.error else ""
@@ -132,7 +139,8 @@ def export_script(
     # ties the files to the Report.
     handover = run.payload.get("handover") or {}
     brep = {key: handover.get(key) for key in ("format", "bytes", "sha256")}
-    manifest = write_manifest(provenance, files, report.to_dict(), out_dir, checks, brep)
+    verdict = "valid" if report.valid else "not as asked"
+    manifest = write_manifest(provenance, files, report.to_dict(), out_dir, checks, brep, verdict)
     return ExportResult(files, manifest, report, provenance, checks)
 
 

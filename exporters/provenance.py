@@ -198,9 +198,11 @@ def build_manifest(
     report: dict[str, Any],
     checks: dict[str, Any] | None = None,
     brep: dict[str, Any] | None = None,
+    verdict: str = "valid",
 ) -> dict[str, Any]:
-    """The manifest of an export: provenance, the Report, the exporters' own read-back checks,
-    the sha256 of each file and of the B-rep they were all written from (`brep`)."""
+    """The manifest of an export: provenance, the Report and its verdict ("valid", or "not as
+    asked": sound geometry that misses its request), the exporters' own read-back checks, the
+    sha256 of each file and of the B-rep they were all written from (`brep`)."""
     manifest: dict[str, Any] = {
         "manifest_version": MANIFEST_VERSION,
         "id": provenance.id,
@@ -210,6 +212,7 @@ def build_manifest(
         "program": {"sha256": provenance.program_sha256, "parameters": provenance.parameters},
         "generation": provenance.record.to_dict(),
         "report": report,
+        "verdict": verdict,
         "export_checks": checks or {},
         "brep": brep,
         "software": software_versions(),
@@ -234,10 +237,11 @@ def write_manifest(
     folder: Path,
     checks: dict[str, Any] | None = None,
     brep: dict[str, Any] | None = None,
+    verdict: str = "valid",
 ) -> Path:
     """Write the sidecar manifest next to the files; return its path."""
     path = folder / provenance.manifest_name
-    manifest = build_manifest(provenance, files, report, checks, brep)
+    manifest = build_manifest(provenance, files, report, checks, brep, verdict)
     path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return path
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from genservice.cli_common import UsageError, sandbox_limits
+from genservice.generation.engine import MAX_REPAIR
 
 # Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
 # only, so no test task is ever a training task whatever seed the training corpus used.
@@ -49,6 +50,14 @@ def add_eval_command(sub: Any) -> None:
         default="on",
         help="cad/scene: write each stated number into the parameter its words name, where "
         "that is certain (default on; off measures the model's own numbers)",
+    )
+    parser.add_argument(
+        "--repair",
+        type=int,
+        default=0,
+        metavar="K",
+        help="cad/scene: also measure after up to K repair rounds, as serving repairs (each "
+        "failing sample and a failing best of N fed back with its error); default 0",
     )
     parser.add_argument("-o", "--output", type=Path, default=Path("eval"), help="output directory")
 
@@ -101,12 +110,24 @@ BINDING = {
 }
 
 
+# How the after-repair figures are made, as the card and README state it (evaluate.repair_task).
+REPAIRING = (
+    "After repair: up to {k} rounds, as served. Each sample that fails its checks is fed back "
+    "with its validator error (one repaired sample per round; after-repair @1 keeps the better "
+    "of the chain), and a best of N that fails is fed back for N repairs per round "
+    "(genservice/generation/engine.py). Repaired = the share of those that needed a round "
+    "that pass every check after it."
+)
+
+
 def eval_command(args: argparse.Namespace) -> int:
     """Run `genservice eval`."""
     if not 1 <= args.n <= 64:
         raise UsageError("--n must be between 1 and 64")
     if args.per_family < 1:
         raise UsageError("--per-family must be at least 1")
+    if not 0 <= args.repair <= MAX_REPAIR:
+        raise UsageError(f"--repair must be between 0 and {MAX_REPAIR}")
     domains = [d.strip() for d in args.domains.split(",")] if args.domains else None
     if domains and set(domains) - {"cad", "scene", "code"}:
         raise UsageError("--domains takes cad, scene and code")
@@ -119,7 +140,7 @@ def eval_command(args: argparse.Namespace) -> int:
     from genservice.generation.binding import bind_candidates
     from genservice.generation.entry_point import EntryPoint
     from genservice.generation.loader import ModelNotFoundError, default_model_dir, load_model
-    from genservice.generation.prompts import clean_completion
+    from genservice.generation.prompts import build_repair_messages, clean_completion
     from genservice.generation.sampler import sample
     from training.evaluate import run_evaluation, write_outputs
     from training.sft import task_messages
@@ -139,9 +160,9 @@ def eval_command(args: argparse.Namespace) -> int:
             return EntryPoint(task["entry_point"])
         return EntryPoint.from_request(task["prompt"], task["entry_point"])
 
-    def generate(task: dict[str, Any], n: int, seed: int) -> list[str]:
+    def generate(task: dict[str, Any], n: int, seed: int, messages: Any = None) -> list[str]:
         # An edit task (previous program + instruction) is asked exactly as Refine asks it.
-        messages = task_messages(task, loaded)
+        messages = messages or task_messages(task, loaded)
         completions = sample(
             loaded,
             messages,
@@ -157,6 +178,14 @@ def eval_command(args: argparse.Namespace) -> int:
             return programs
         edited = task.get("previous_program")
         return bind_candidates(programs, task["domain"], task["prompt"], edited)
+
+    def repair(task: dict[str, Any], program: str, error: dict, n: int, seed: int) -> list[str]:
+        # Asked exactly as a serving repair round asks (engine.repair_messages).
+        messages = build_repair_messages(
+            task["domain"], task.get("instruction") or task["prompt"], program,
+            error["kind"], error["message"], error["line"],
+        )  # fmt: skip
+        return generate(task, n, seed, messages)
 
     limits, workers, isolation = sandbox_limits(None, args.workers)
     preload = (*DEFAULT_PRELOAD, "validators.code.guest")
@@ -182,6 +211,8 @@ def eval_command(args: argparse.Namespace) -> int:
             seed=args.seed,
             limits=limits,
             progress=lambda done, total: progress.update(bar, completed=done),
+            repair=repair,
+            rounds=args.repair,
         )
     meta = {
         "model": str(model_dir),
@@ -200,6 +231,8 @@ def eval_command(args: argparse.Namespace) -> int:
         "steering": STEERING[args.steer],
         "bind": args.bind,
         "binding": BINDING[args.bind],
+        "repair": args.repair,
+        "repairing": REPAIRING.format(k=args.repair) if args.repair else "",
         "command": "genservice " + " ".join(sys.argv[1:]),
     }
     paths = write_outputs(results, args.output, meta)

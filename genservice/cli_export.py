@@ -21,7 +21,8 @@ def add_export_commands(sub: Any) -> None:
         "export",
         help="run a CadQuery script and write GLB, STEP, STL, 3MF and splat files with a manifest",
         description="Validate a CadQuery script in the sandbox and export it. An invalid script "
-        "exports nothing and says why (exit 1); exit 2 on a usage error.",
+        "exports nothing and says why (exit 1); a sound part that misses what --request asks is "
+        "exported with the verdict 'not as asked' (exit 1); exit 2 on a usage error.",
     )
     export.add_argument("script", type=Path, metavar="SCRIPT")
     export.add_argument(
@@ -39,6 +40,12 @@ def add_export_commands(sub: Any) -> None:
     )
     export.add_argument("--name", help="file name stem (default: the script's name)")
     export.add_argument("--domain", choices=("cad", "scene"), default="cad")
+    export.add_argument(
+        "--request",
+        metavar="TEXT",
+        help="the request's words: the part is also checked against the sizes and counts they "
+        "ask; a sound part that misses them is exported with the verdict 'not as asked'",
+    )
     export.add_argument("--glb-compression", choices=GLB_COMPRESSIONS, default="none")
     export.add_argument("--step-schema", choices=STEP_SCHEMAS, default="AP242")
     export.add_argument("--splats", type=int, help="number of Gaussians (default: by area)")
@@ -80,6 +87,9 @@ def export_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     parameters = parse_params(args.param)
+    from genservice.generation.asked import asked_items
+
+    request = asked_items(args.request, args.domain) or None if args.request else None
     if args.output.exists() and not args.output.is_dir():
         raise UsageError(f"{args.output} exists and is not a directory")
     limits, _, isolation = sandbox_limits(args.timeout, 1)
@@ -95,6 +105,7 @@ def export_command(args: argparse.Namespace) -> int:
                 options=options,
                 limits=limits,
                 domain=args.domain,
+                request=request,
             )
         except ExportError as exc:
             _print_failure(exc, args.json)
@@ -106,7 +117,10 @@ def export_command(args: argparse.Namespace) -> int:
             print(f"{fmt:>9}  {path}  ({path.stat().st_size:,} bytes)")
         print(f" manifest  {result.manifest}")
         print(f"provenance {result.provenance.id}")
-    return EXIT_OK
+        if not result.report.valid:  # exported, yet not what the request asked
+            summary = result.report.checks["request"].detail.get("summary", "")
+            print(f"  verdict  not as asked: {summary}")
+    return EXIT_OK if result.report.valid else EXIT_FAILED
 
 
 def _result_json(result: Any) -> dict[str, Any]:
@@ -119,6 +133,7 @@ def _result_json(result: Any) -> dict[str, Any]:
             for fmt, path in result.files.items()
         ],
         "manifest": str(result.manifest),
+        "verdict": "valid" if result.report.valid else "not as asked",
         "report": result.report.to_dict(),
     }
 

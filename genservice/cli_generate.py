@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from genservice.cli_common import UsageError, open_pool, sandbox_limits
+from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
 
 EXIT_OK, EXIT_FAILED = 0, 1
 DEFAULT_FORMATS = "glb,step,stl"
@@ -64,6 +65,15 @@ def add_generate_command(sub: Any) -> None:
     generate.add_argument("--spec", type=Path, help="cad/scene: JSON spec the part should meet")
     generate.add_argument("--tests", type=Path, help="code: file with check(candidate) or test_*")
     generate.add_argument("--entry-point", help="code: the function under test")
+    generate.add_argument(
+        "--repair",
+        type=int,
+        default=DEFAULT_REPAIR,
+        metavar="K",
+        help="cad/scene: when no candidate is valid, up to K rounds that feed the best failing "
+        f"candidate and its error back to the model (default {DEFAULT_REPAIR}; 0 = off; "
+        f"at most {MAX_REPAIR})",
+    )
     generate.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 … (default auto)")
     generate.add_argument("--timeout", type=float, help="sandbox seconds per candidate")
     generate.add_argument("--workers", type=int, help="parallel sandbox workers")
@@ -102,6 +112,10 @@ def generate_command(args: argparse.Namespace) -> int:
                 tasks: dict[str, Any] = {}
 
                 def on_event(stage: str, done: int, total: int) -> None:
+                    if stage == "repairing":  # a new round: its own bars
+                        tasks.clear()
+                        progress.add_task(f"repair round {done} of {total}", total=None)
+                        return
                     if stage not in ("generating", "validating"):
                         return
                     if stage not in tasks:
@@ -139,6 +153,8 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
         raise UsageError("--temperature must be in [0, 10] (0 = greedy)")
     if not (math.isfinite(args.top_p) and 0 < args.top_p <= 1):
         raise UsageError("--top-p must be in (0, 1]")
+    if not 0 <= args.repair <= MAX_REPAIR:
+        raise UsageError(f"--repair must be between 0 and {MAX_REPAIR}")
     if (args.edit is None) != (args.instruction is None):
         raise UsageError("--edit SCRIPT and --instruction TEXT go together")
     previous = _read_text(args.edit, "the program to edit") if args.edit is not None else None
@@ -151,6 +167,7 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
         "top_p": args.top_p,
         "previous_program": previous,
         "instruction": args.instruction,
+        "repair": args.repair,
     }
     if args.domain == "code":
         if args.tests is None or not args.entry_point:
@@ -299,6 +316,7 @@ def _write(
 
     from exporters.export import ExportError, ExportOptions, export_script
     from exporters.provenance import GenerationRecord, utc_seconds
+    from genservice.generation.rerank import request_items
 
     record = GenerationRecord(
         created_at=utc_seconds(datetime.now(UTC)),
@@ -319,6 +337,7 @@ def _write(
             limits=limits,
             domain=request.domain,
             spec=request.spec,
+            request=request_items(request.asked(), request.domain),
         )
     except ExportError as exc:
         return files, str(exc)
@@ -331,6 +350,12 @@ def verdict_word(valid: bool, mismatch: bool) -> str:
     """The verdict: "valid", "not as asked" (sound, not what was asked) or "invalid", as a
     job says it."""
     return "valid" if valid else "not as asked" if mismatch else "invalid"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """One line of at most `limit` characters."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _write_file(path: Path, text: str) -> Path:
@@ -374,9 +399,10 @@ def _finish(
                     "report": result.report.to_dict(),
                     "files": files,
                     "candidates": [
-                        {"reward": c.reward, "valid": c.valid, "index": c.index}
+                        {"reward": c.reward, "valid": c.valid, "index": c.index, "round": c.round}
                         for c in result.candidates
                     ],
+                    "repairs": [r.to_dict() for r in result.repairs],
                     "seed": result.seed,
                     "sampling": result.sampling,
                     "model_id": result.model_id,
@@ -393,6 +419,16 @@ def _finish(
             f"best of {len(result.candidates)}: {verdict}  reward {result.report.reward:.3f}  "
             f"({valid} of {len(result.candidates)} valid)"
         )
+        for repair in result.repairs:
+            error = repair.error
+            print(
+                f"repair round {repair.round}: fed back candidate #{repair.repaired} "
+                f"({error['kind']}: {_short(error['message'])}) → {repair.valid} of "
+                f"{repair.candidates} valid"
+            )
+        if result.repairs and result.valid:
+            print(f"repaired: the best is candidate #{result.candidates[0].index} "
+                  f"(round {result.candidates[0].round})")  # fmt: skip
         for entry in files:
             print(f"{entry['format']:>10}  {entry['path']}")
         timings = result.timings

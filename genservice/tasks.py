@@ -240,6 +240,7 @@ def generation_request(rt: Runtime, job: Job, with_images: bool = True) -> Any:
         spec=r.get("spec"),
         tests=r.get("tests"),
         entry_point=r.get("entry_point"),
+        repair=int(r.get("repair") or 0),
     )
 
 
@@ -254,7 +255,8 @@ def previous_program(parent: Version) -> str:
 
 
 def stage_generate(ctx: StageContext) -> None:
-    """Sample the job's N programs with the worker's model; hand them to validation."""
+    """Sample the job's N programs with the worker's model; hand them to validation. When the
+    validate stage asked for a repair round, sample N repairs of its best failing candidate."""
     from genservice.generation.engine import sample_programs
 
     rt, job = ctx.runtime, ctx.job
@@ -262,6 +264,10 @@ def stage_generate(ctx: StageContext) -> None:
     loaded = rt.model()
     request = generation_request(rt, job)
     started = time.perf_counter()
+    repairs = (job.result or {}).get("repairs") or []
+    if repairs and "candidates" not in repairs[-1]:
+        _sample_repairs(ctx, loaded, request, repairs)
+        return
 
     def on_event(stage: str, done: int, total: int) -> None:
         ctx.progress(done, total, f"generating {total} candidates")
@@ -287,6 +293,46 @@ def stage_generate(ctx: StageContext) -> None:
     rt.send(job.id, following)
 
 
+def _sample_repairs(
+    ctx: StageContext, loaded: Any, request: Any, repairs: list[dict[str, Any]]
+) -> None:
+    """Repair round len(repairs): the failing candidate and its error, fed back to the model."""
+    from genservice.generation.engine import repair_messages, repair_seed, sample_programs
+    from validators.report import Report
+
+    rt, job = ctx.runtime, ctx.job
+    earlier = job.candidates or []
+    asked = repairs[-1]
+    failed = next(c for c in earlier if c["index"] == asked["repaired"])
+    started = time.perf_counter()
+
+    def on_event(stage: str, done: int, total: int) -> None:
+        ctx.progress(done, total, f"repair round {asked['round']}: generating {total} candidates")
+
+    sampled = sample_programs(
+        request,
+        loaded,
+        on_event,
+        messages=repair_messages(request, (failed["program"], Report.from_dict(failed["report"]))),
+        seed=repair_seed(request.seed, asked["round"]),
+    )
+    fresh = [
+        {**s.to_dict(), "index": len(earlier) + i, "round": asked["round"]}
+        for i, s in enumerate(sampled)
+    ]
+    asked["generate_s"] = round(time.perf_counter() - started, 4)
+    asked["tokens"] = sum(s.tokens for s in sampled)
+    following = jobs.advance(
+        rt.db,
+        job.id,
+        rt.worker,
+        "generate",
+        candidates=[*earlier, *fresh],
+        result={**(job.result or {}), "repairs": repairs},
+    )
+    rt.send(job.id, following)
+
+
 # -- validate ----------------------------------------------------------------------------------
 
 
@@ -296,8 +342,12 @@ def stage_validate(ctx: StageContext) -> None:
 
     rt, job = ctx.runtime, ctx.job
     r = job.request
-    sampled = job.candidates or []
+    # Candidates of earlier rounds keep their Reports; only a repair round's new ones run.
+    earlier = [c for c in job.candidates or [] if "report" in c]
+    sampled = [c for c in job.candidates or [] if "report" not in c]
     started = time.perf_counter()
+    asked = _asked(rt, job)
+    items = judged_request(rt, job, asked)
     ranked = rerank(
         [c["program"] for c in sampled],
         job.domain,
@@ -308,11 +358,13 @@ def stage_validate(ctx: StageContext) -> None:
         parameters=r.get("parameters") or None,
         limits=rt.limits(),
         progress=lambda done, total: ctx.progress(done, total, f"validating {total} programs"),
-        asked=_asked(rt, job),
+        asked=asked,
+        request=items,
     )
-    scored = [
+    fresh = [
         {
-            "index": s.index,
+            "index": sampled[s.index].get("index", s.index),
+            "round": sampled[s.index].get("round", 0),
             "program": s.program,
             "reward": s.reward,
             "valid": s.valid,
@@ -321,11 +373,24 @@ def stage_validate(ctx: StageContext) -> None:
         }
         for s in ranked
     ]
+    # Each round is ranked; all rounds together: valid first, then reward, earlier rounds first.
+    scored = sorted([*earlier, *fresh], key=lambda c: (not c["valid"], -c["reward"]))
     validate_s = round(time.perf_counter() - started, 4)
     best = scored[0]
-    result = {**(job.result or {}), "validate_s": validate_s}
+    # What the `request` check asked, kept with the job: its export, an export of more formats
+    # and the manual edits below its version are judged against the same items.
+    repairs = (job.result or {}).get("repairs") or []
+    result = {**(job.result or {}), "asked": items or [], "repairs": repairs}
+    if repairs:  # this validated a repair round
+        repairs[-1].update(
+            candidates=len(fresh), valid=sum(c["valid"] for c in fresh), validate_s=validate_s
+        )
+    else:
+        result["validate_s"] = validate_s
     if job.kind == "validate":
         jobs.finish(rt.db, job.id, rt.worker, {**result, "report": best["report"]})
+        return
+    if _repair_next(rt, job, best, scored, result):
         return
     if not best["valid"] and not not_as_asked(best["report"]):
         jobs.fail(
@@ -354,6 +419,33 @@ def stage_validate(ctx: StageContext) -> None:
     rt.send(job.id, following)
 
 
+def _repair_next(
+    rt: Runtime, job: Job, best: dict[str, Any], scored: list[dict[str, Any]], result: dict
+) -> bool:
+    """Hand the job back to a model worker for a repair round when no candidate is valid and
+    rounds are left (generation.engine.wants_repair); whether it did."""
+    from genservice.generation.engine import error_of, wants_repair
+    from validators.report import Report
+
+    repairs = result.get("repairs") or []
+    rounds = int(job.request.get("repair") or 0) if job.kind == "generation" else 0
+    if not wants_repair(rounds, job.domain, best["valid"], len(repairs)):
+        return False
+    error = error_of(Report.from_dict(best["report"]))
+    repairs.append({"round": len(repairs) + 1, "repaired": best["index"], "error": error})
+    following = jobs.advance(
+        rt.db,
+        job.id,
+        rt.worker,
+        "validate",
+        to="generate",
+        candidates=scored,
+        result={**result, "repairs": repairs},
+    )
+    rt.send(job.id, following)
+    return True
+
+
 def _ignore(_value: Any) -> None:
     return None
 
@@ -369,6 +461,44 @@ def _asked(rt: Runtime, job: Job) -> tuple[str, str | None] | None:
     with rt.db.session() as session:
         parent = session.get(Version, job.parent_version_id)
     return (instruction, previous_program(parent) if parent is not None else None)
+
+
+def judged_request(
+    rt: Runtime, job: Job, asked: tuple[str, str | None] | None
+) -> list[dict[str, Any]] | None:
+    """The items a job's candidates are checked against (the `request` check): a generation's
+    own words; a manual edit keeps the request its parent version was judged against (a slider
+    that makes the 80 mm part 120 mm is not as asked); a validation, the words it was given or
+    the request of the version it edits. None when nothing is asked."""
+    from genservice.generation.asked import asked_items
+    from genservice.generation.rerank import request_items
+
+    if job.domain == "code":
+        return None
+    if job.kind == "generation":
+        return request_items(asked, job.domain)
+    r = job.request
+    if r.get("request"):
+        return asked_items(r["request"], job.domain) or None
+    if r.get("job_id"):  # an opened candidate: the request of the generation it came from
+        return standing_request(rt, job_id=r["job_id"])
+    stands_on = r.get("version_id") if job.kind == "validate" else job.parent_version_id
+    return standing_request(rt, version_id=stands_on)
+
+
+def standing_request(
+    rt: Runtime, version_id: str | None = None, job_id: str | None = None
+) -> list[dict[str, Any]] | None:
+    """The request items a version (or the job that made it) was judged against, as that job
+    recorded them; None when nothing was asked."""
+    with rt.db.session() as session:
+        if version_id:
+            version = session.get(Version, version_id)
+            job_id = version.job_id if version is not None else None
+        made_by = session.get(Job, job_id) if job_id else None
+    if made_by is None:
+        return None
+    return (made_by.result or {}).get("asked") or None
 
 
 def invalid_reason(scored: list[dict[str, Any]]) -> str:
@@ -414,6 +544,7 @@ def outcome(scored: list[dict[str, Any]]) -> dict[str, Any]:
         "candidates": [
             {
                 "index": c["index"],
+                "round": c.get("round", 0),
                 "reward": c["reward"],
                 "valid": c["valid"],
                 "verdict": verdict(c["report"]),
@@ -488,6 +619,7 @@ def export_files(
     domain: str,
     spec: dict[str, Any] | None,
     scratch: Path,
+    request: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Export a program into `scratch` and put each file in the asset store; file entries."""
     from exporters.export import ExportOptions, export_script
@@ -513,6 +645,7 @@ def export_files(
         limits=rt.limits(),
         domain=domain,
         spec=spec,
+        request=request,
     )
     files = [*exported.files.items(), ("manifest", exported.manifest)]
     entries = []
@@ -579,6 +712,7 @@ def _export_version(ctx: StageContext, scratch: Path) -> None:
             job.domain,
             job.request.get("spec"),
             scratch,
+            (job.result or {}).get("asked") or None,
         )
     except ExportError as exc:
         jobs.fail(rt.db, job.id, rt.worker, f"the program is valid but exporting it failed: {exc}")
@@ -607,6 +741,7 @@ def _export_more(ctx: StageContext, scratch: Path) -> None:
     if version is None:
         jobs.fail(rt.db, job.id, rt.worker, f"version {version_id} no longer exists")
         return
+    asked = standing_request(rt, version_id=version_id)
     wanted = [f for f in have if f != "manifest"]
     wanted += [f for f in job.request["formats"] if f not in wanted]
     ctx.progress(0, len(wanted), "exporting " + ", ".join(wanted))
@@ -625,6 +760,7 @@ def _export_more(ctx: StageContext, scratch: Path) -> None:
             version.domain,
             None,
             scratch,
+            asked,
         )
     except ExportError as exc:
         jobs.fail(rt.db, job.id, rt.worker, f"exporting failed: {exc}")

@@ -25,6 +25,16 @@ def _best(group: dict[str, Any]) -> dict[str, Any]:
     return next(v for k, v in group.items() if k.startswith("best_of_"))
 
 
+def _repaired(group: dict[str, Any], which: str, key: str) -> float | None:
+    """A metric after repair rounds (None when the run did not repair)."""
+    after = group.get("after_repair")
+    if after is None:
+        return None
+    scores = after["pass@1"] if which == "pass@1" else _best(after)
+    value: float | None = scores.get(key)
+    return value
+
+
 def _pass_n(group: dict[str, Any]) -> float | None:
     return next(
         (v for k, v in group.items() if k.startswith("code_pass@") and k != "code_pass@1"), None
@@ -41,6 +51,10 @@ CAD_METRICS: list[Metric] = [
     ("best-of-N spec", lambda g: _best(g)["spec_adherence"], True),
     ("request@1", lambda g: g["pass@1"].get("request_adherence"), True),
     ("best-of-N request", lambda g: _best(g).get("request_adherence"), True),
+    ("median IoU@1 (invalid = 0)", lambda g: g["pass@1"]["iou_all_median"], True),
+    ("invalid@1 after repair", lambda g: _repaired(g, "pass@1", "invalidity"), False),
+    ("median IoU@1 after repair", lambda g: _repaired(g, "pass@1", "iou_all_median"), True),
+    ("best-of-N spec after repair", lambda g: _repaired(g, "best", "spec_adherence"), True),
 ]
 CODE_METRICS: list[Metric] = [
     ("pass@1", lambda g: g["code_pass@1"], True),

@@ -14,6 +14,12 @@ Reported per family and overall:
   outputs (median and mean);
 - the same for the best of N selected by the validators;
 - code: pass@1 (unbiased estimate from N samples) and pass@N.
+
+With repair rounds (`repair > 0`, CAD and scenes), the same metrics again after repair, as
+serving repairs: each sample that fails its checks is fed back with its error, one repaired
+sample per round, up to `repair` rounds (after-repair @1: the better of the chain); and when
+the best of N fails, N repairs of it per round (after-repair best of N). How often repair was
+needed and how often it fixed the part are reported beside them.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 GenerateFn = Callable[[dict[str, Any], int, int], list[str]]
+# (task, failed program, its error {kind, message, line}, n, seed) -> n repaired programs
+RepairFn = Callable[[dict[str, Any], str, dict[str, Any], int, int], list[str]]
+REPAIR_DOMAINS = ("cad", "scene")
 ProgressFn = Callable[[int, int], None]
 
 
@@ -48,6 +57,18 @@ class CandidateScore:
     iou: float | None = None
     chamfer_x1000: float | None = None
     error_kind: str | None = None
+    error_message: str | None = None
+    error_line: int | None = None
+
+    @property
+    def rank(self) -> tuple[bool, float]:
+        """How the validators order candidates, blind: passing every check, then reward."""
+        return (self.all_checks, self.reward)
+
+    def error(self) -> dict[str, Any]:
+        """The error a repair round feeds back."""
+        return {"kind": self.error_kind or "check_failed", "message": self.error_message or "",
+                "line": self.error_line}  # fmt: skip
 
 
 @dataclass
@@ -60,6 +81,13 @@ class TaskResult:
     candidates: list[CandidateScore]
     best: int
     programs: list[str] = field(default_factory=list)
+    # after repair (when asked): per sample, the best of its repair chain; the best of N after
+    # its repair rounds; and the repair rounds each used (0: it passed without one)
+    after_one: list[CandidateScore] | None = None
+    after_best: CandidateScore | None = None
+    rounds_one: list[int] = field(default_factory=list)
+    rounds_best: int = 0
+    best_program_after: str | None = None
 
 
 def _cad_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: Any) -> list:
@@ -68,10 +96,12 @@ def _cad_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: An
     from validators.cad.mesh import combine, decode_mesh
     from validators.cad.validate import BASE_CHECKS, CadOptions, run_cad
 
-    reference = pool.run("cad", task["reference"], {"check_self_intersection": False}, limits)
-    if not reference.ok or not reference.payload or "parts" not in reference.payload:
-        raise ValueError(f"task {task['id']}: its reference does not build a shape")
-    reference_mesh = combine([decode_mesh(p.get("mesh")) for p in reference.payload["parts"]])
+    reference_mesh = None  # a request set (eval/requests_*.jsonl) has sizes, not a reference
+    if task.get("reference"):
+        built = pool.run("cad", task["reference"], {"check_self_intersection": False}, limits)
+        if not built.ok or not built.payload or "parts" not in built.payload:
+            raise ValueError(f"task {task['id']}: its reference does not build a shape")
+        reference_mesh = combine([decode_mesh(p.get("mesh")) for p in built.payload["parts"]])
     options = CadOptions(printability=False, physics=task["domain"] == "scene")
     request = task_items(task)
 
@@ -90,6 +120,8 @@ def _cad_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: An
             spec_passed=bool(spec.passed) if spec is not None else None,
             all_checks=report.valid,
             error_kind=report.error.kind if report.error else None,
+            error_message=report.error.message if report.error else None,
+            error_line=report.error.line if report.error else None,
             request_passed=bool(asked.passed) if asked is not None else None,
             asked=request is not None,
         )
@@ -120,20 +152,70 @@ def _code_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: A
             spec_passed=None,
             all_checks=report.valid,
             error_kind=report.error.kind if report.error else None,
+            error_message=report.error.message if report.error else None,
+            error_line=report.error.line if report.error else None,
         )
 
     with ThreadPoolExecutor(max_workers=max(1, getattr(pool, "size", 2))) as threads:
         return list(threads.map(score, programs))
 
 
+def score_programs(
+    task: dict[str, Any], programs: list[str], pool: Any, limits: Any = None
+) -> list[CandidateScore]:
+    """Blind Reports (and, for valid parts, IoU and Chamfer to the reference) of programs."""
+    scorer = _code_scores if task["domain"] == "code" else _cad_scores
+    return scorer(task, programs, pool, limits) if programs else []
+
+
+def repair_task(
+    task: dict[str, Any],
+    result: TaskResult,
+    repair: RepairFn,
+    rounds: int,
+    seed: int,
+    pool: Any,
+    limits: Any = None,
+) -> None:
+    """Repair the task's failing samples and its failing best of N, as serving does (see the
+    module docstring); fills the result's after-repair fields."""
+    n = len(result.candidates)
+    chains = list(zip(result.programs, result.candidates, strict=True))
+    result.rounds_one = [0] * n
+    for round_ in range(1, rounds + 1):
+        failing = [i for i, (_, score) in enumerate(chains) if not score.all_checks]
+        if not failing:
+            break
+        fixes = [
+            repair(task, chains[i][0], chains[i][1].error(), 1, seed + 7919 * round_ + i)[0]
+            for i in failing
+        ]
+        for i, program, score in zip(
+            failing, fixes, score_programs(task, fixes, pool, limits), strict=True
+        ):
+            result.rounds_one[i] = round_
+            if score.rank > chains[i][1].rank:
+                chains[i] = (program, score)
+    result.after_one = [score for _, score in chains]
+    best_program, best = result.programs[result.best], result.candidates[result.best]
+    for round_ in range(1, rounds + 1):
+        if best.all_checks:
+            break
+        result.rounds_best = round_
+        fixes = repair(task, best_program, best.error(), n, seed + 7919 * round_)
+        for program, score in zip(fixes, score_programs(task, fixes, pool, limits), strict=True):
+            if score.rank > best.rank:
+                best_program, best = program, score
+    result.after_best, result.best_program_after = best, best_program
+
+
 def evaluate_task(
     task: dict[str, Any], programs: list[str], pool: Any, limits: Any = None
 ) -> TaskResult:
     """Score the candidates of one task; the best is chosen by blind reward (never by IoU)."""
-    scorer = _code_scores if task["domain"] == "code" else _cad_scores
-    scores = scorer(task, programs, pool, limits)
+    scores = score_programs(task, programs, pool, limits)
     # Blind choice: passing every check first, then reward; ties keep the sampling order.
-    best = max(range(len(scores)), key=lambda i: (scores[i].all_checks, scores[i].reward, -i))
+    best = max(range(len(scores)), key=lambda i: (*scores[i].rank, -i))
     return TaskResult(task["id"], task["family"], task["domain"], scores, best, programs)
 
 
@@ -155,6 +237,9 @@ def summarise(results: list[TaskResult]) -> dict[str, Any]:
         best = [r.candidates[r.best] for r in cad]
         out["pass@1"] = _cad_metrics(samples)
         out[f"best_of_{len(cad[0].candidates)}"] = _cad_metrics(best)
+        repaired = [r for r in cad if r.after_one is not None and r.after_best is not None]
+        if repaired:
+            out["after_repair"] = _repair_metrics(repaired)
     if code:
         n = len(code[0].candidates)
         out["code_pass@1"] = statistics.fmean(
@@ -189,6 +274,35 @@ def _cad_metrics(scores: list[CandidateScore]) -> dict[str, Any]:
     }
 
 
+def _repair_metrics(results: list[TaskResult]) -> dict[str, Any]:
+    """The after-repair metrics of a group, and how often repair was needed and fixed it."""
+    ones = [c for r in results for c in r.after_one or []]
+    rounds = [k for r in results for k in r.rounds_one]
+    needed_one = [k > 0 for k in rounds]
+    fixed_one = [
+        after.all_checks
+        for r in results
+        for k, after in zip(r.rounds_one, r.after_one or [], strict=True)
+        if k > 0
+    ]
+    needed_best = [r.rounds_best > 0 for r in results]
+    fixed_best = [bool(r.after_best and r.after_best.all_checks) for r in results if r.rounds_best]
+    return {
+        "pass@1": _cad_metrics(ones),
+        f"best_of_{len(results[0].candidates)}": _cad_metrics(
+            [r.after_best for r in results if r.after_best is not None]
+        ),
+        "needed@1": _share(needed_one),
+        "fixed@1": _share(fixed_one),
+        "needed_best": _share(needed_best),
+        "fixed_best": _share(fixed_best),
+    }
+
+
+def _share(flags: list[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
+
+
 def report(results: list[TaskResult]) -> dict[str, Any]:
     """Overall, per-domain and per-family summaries."""
     families = sorted({r.family for r in results})
@@ -210,13 +324,19 @@ def run_evaluation(
     seed: int,
     limits: Any = None,
     progress: ProgressFn | None = None,
+    repair: RepairFn | None = None,
+    rounds: int = 0,
 ) -> list[TaskResult]:
-    """Generate N candidates per task and score them."""
+    """Generate N candidates per task and score them (then, with `rounds` of `repair`, repair
+    the failing ones of CAD and scene tasks: repair_task)."""
     items = list(tasks)
     results = []
     for index, task in enumerate(items):
         programs = generate(task, n, seed)
-        results.append(evaluate_task(task, programs, pool, limits))
+        result = evaluate_task(task, programs, pool, limits)
+        if repair is not None and rounds > 0 and task["domain"] in REPAIR_DOMAINS:
+            repair_task(task, result, repair, rounds, seed, pool, limits)
+        results.append(result)
         if progress is not None:
             progress(index + 1, len(items))
     return results
@@ -225,10 +345,10 @@ def run_evaluation(
 def markdown_table(summary: dict[str, Any]) -> str:
     """The per-family table of a report as markdown."""
     lines = [
-        "| family | tasks | invalid@1 | spec@1 | request@1 | IoU@1 med (valid / all) | CD×10³ med "
-        "| best-of-N invalid | best-of-N request | best-of-N IoU med (valid / all) | code pass@1 "
-        "| pass@N |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| family | tasks | invalid@1 | spec@1 | request@1 | IoU@1 med (valid / all) "
+        "| CD×10³ med | best-of-N invalid | best-of-N spec | best-of-N request "
+        "| best-of-N IoU med (valid / all) | code pass@1 | pass@N |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     rows = [*summary["families"].items(), ("**overall**", summary["overall"])]
     for name, group in rows:
@@ -243,9 +363,46 @@ def markdown_table(summary: dict[str, Any]) -> str:
             f"| {_pct(one.get('spec_adherence'))} | {_pct(one.get('request_adherence'))} "
             f"| {_num(one.get('iou_valid_median'))} / {_num(one.get('iou_all_median'))} "
             f"| {_num(one.get('chamfer_x1000_median'))} | {_pct(best.get('invalidity'))} "
-            f"| {_pct(best.get('request_adherence'))} "
+            f"| {_pct(best.get('spec_adherence'))} | {_pct(best.get('request_adherence'))} "
             f"| {_num(best.get('iou_valid_median'))} / {_num(best.get('iou_all_median'))} "
             f"| {_pct(group.get('code_pass@1'))} | {_pct(pass_n)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def repair_table(summary: dict[str, Any]) -> str:
+    """Before and after repair, per family (empty when no repair ran)."""
+    rows = [*summary["families"].items(), ("**overall**", summary["overall"])]
+    rows = [(name, group) for name, group in rows if "after_repair" in group]
+    if not rows:
+        return ""
+    lines = [
+        "| family | tasks | invalid@1 before → after | request@1 before → after "
+        "| IoU@1 med (all) before → after | best-of-N invalid before → after "
+        "| best-of-N IoU med (all) before → after | repaired@1 (needed) | repaired best (needed) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, group in rows:
+        after = group["after_repair"]
+        best_key = next(k for k in group if k.startswith("best_of_"))
+        one, best, one_after, best_after = (
+            group["pass@1"],
+            group[best_key],
+            after["pass@1"],
+            after[best_key],
+        )
+
+        def pair(a: dict, b: dict, key: str, fmt: Callable[[float | None], str]) -> str:
+            return f"{fmt(a.get(key))} → {fmt(b.get(key))}"
+
+        lines.append(
+            f"| {name} | {group['tasks']} | {pair(one, one_after, 'invalidity', _pct)} "
+            f"| {pair(one, one_after, 'request_adherence', _pct)} "
+            f"| {pair(one, one_after, 'iou_all_median', _num)} "
+            f"| {pair(best, best_after, 'invalidity', _pct)} "
+            f"| {pair(best, best_after, 'iou_all_median', _num)} "
+            f"| {_pct(after['fixed@1'])} ({_pct(after['needed@1'])}) "
+            f"| {_pct(after['fixed_best'])} ({_pct(after['needed_best'])}) |"
         )
     return "\n".join(lines) + "\n"
 
@@ -321,6 +478,17 @@ def write_outputs(results: list[TaskResult], out: Path, meta: dict[str, Any]) ->
             "best": r.best,
             "candidates": [c.__dict__ for c in r.candidates],
             "best_program": r.programs[r.best] if r.programs else None,
+            **(
+                {
+                    "after_one": [c.__dict__ for c in r.after_one],
+                    "rounds_one": r.rounds_one,
+                    "after_best": r.after_best.__dict__ if r.after_best else None,
+                    "rounds_best": r.rounds_best,
+                    "best_program_after": r.best_program_after,
+                }
+                if r.after_one is not None
+                else {}
+            ),
         }
         for r in results
     ]
@@ -328,10 +496,14 @@ def write_outputs(results: list[TaskResult], out: Path, meta: dict[str, Any]) ->
     paths["json"].write_text(
         json.dumps({"meta": meta, "summary": summary, "tasks": per_task}, indent=2)
     )
-    paths["markdown"].write_text(
+    text = (
         f"# Evaluation of {meta.get('model', '?')} on {meta.get('tasks', '?')}\n\n"
         f"{summary['selection']}.\n\n" + markdown_table(summary)
     )
+    repaired = repair_table(summary)
+    if repaired:
+        text += f"\n## Before and after repair\n\n{meta.get('repairing', '')}\n\n{repaired}"
+    paths["markdown"].write_text(text)
     for index, path in enumerate(plot(summary, out)):
         paths[f"plot_{index}"] = path
     return paths

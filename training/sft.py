@@ -221,12 +221,16 @@ def cut_rows(rows: list[dict], whole_share: float, seed: int) -> list[int | None
     """Per row, where its program is cut for training (None: kept whole).
 
     CAD and scene rows outside the `whole_share` (a hash of seed and id picks them) stop after
-    their parameter block; code rows, whose body is what the request asks for, stay whole.
+    their parameter block; rows whose body is what the request asks for stay whole: code,
+    compositional parts (each body is its own composition) and repairs (the fix is the point).
     """
     cuts: list[int | None] = []
     for i, row in enumerate(rows):
-        keep = row["domain"] == "code" or (
-            _unit_hash(f"{seed}:whole:{row.get('id', i)}") < whole_share
+        keep = (
+            row["domain"] == "code"
+            or row.get("family") == "compositional"
+            or bool(row.get("repair"))
+            or _unit_hash(f"{seed}:whole:{row.get('id', i)}") < whole_share
         )
         cuts.append(None if keep else parameter_block_end(row["reference"]))
     return cuts

@@ -15,7 +15,7 @@ from genservice.config import Settings
 from genservice.store.assets import AssetStore
 from genservice.store.db import Database
 from genservice.store.keys import authenticate
-from genservice.store.models import TERMINAL_STATES, ApiKey, Job, now
+from genservice.store.models import TERMINAL_STATES, ApiKey, Job, Version, now
 
 
 class RateLimiter:
@@ -125,3 +125,18 @@ def check_quota(service: ServiceState, key: ApiKey) -> None:
                 raise too_many(
                     f"daily quota of {per_day} jobs used", (rows[1] or now()) + 86400 - now()
                 )
+
+
+def check_stands_on(
+    service: ServiceState, key: ApiKey, version_id: str | None, job_id: str | None
+) -> None:
+    """404 unless the version or job whose request a program is judged against is the key's."""
+    with service.db.session() as session:
+        if version_id is not None:
+            version = session.get(Version, version_id)
+            if version is None or version.owner_id != key.id:
+                raise HTTPException(404, f"no version {version_id}")
+        if job_id is not None:
+            job = session.get(Job, job_id)
+            if job is None or job.owner_id != key.id or job.kind != "generation":
+                raise HTTPException(404, f"no generation {job_id}")

@@ -249,6 +249,7 @@ async def create_generation(request: Request, service: State, key: Key) -> JobAc
         "entry_point": body.entry_point,
         "formats": body.formats,
         "images": _save_images(service, images),
+        "repair": body.repair,
     }
     job = jobs.create_job(
         service.db,

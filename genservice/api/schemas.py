@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
+
 Domain = Literal["cad", "scene", "code"]
 ExportFormat = Literal["glb", "step", "stl", "3mf", "ply", "spz", "splat-glb"]
 JobStatus = Literal[
@@ -40,6 +42,14 @@ class GenerationCreate(Strict):
     tests: str | None = Field(default=None, description="code: check(candidate) or test_*")
     entry_point: str | None = Field(default=None, max_length=200, description="code: function")
     formats: list[ExportFormat] | None = Field(default=None, description="export formats")
+    repair: int = Field(
+        default=DEFAULT_REPAIR,
+        ge=0,
+        le=MAX_REPAIR,
+        description="cad/scene: when no candidate is valid, up to this many rounds feed the best "
+        "failing candidate and its error back to the model (0 = off); the result lists them "
+        "under `repairs`",
+    )
 
 
 class ValidateRequest(Strict):
@@ -51,6 +61,24 @@ class ValidateRequest(Strict):
     parameters: dict[str, float | int | str | bool] | None = None
     tests: str | None = None
     entry_point: str | None = Field(default=None, max_length=200)
+    request: str | None = Field(
+        default=None,
+        max_length=4000,
+        description="The request's words: the part is also checked against the sizes and "
+        "counts they ask (the `request` check), as a served generation is.",
+    )
+    version_id: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The version this program edits: it is checked against the request that "
+        "version was judged against (what the editor sends for code edits).",
+    )
+    job_id: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The generation job this program is a candidate of: it is checked against "
+        "that job's request (the editor's opened candidates).",
+    )
 
 
 class SessionCreate(Strict):
@@ -67,6 +95,12 @@ class VersionCreate(Strict):
     program: str | None = None
     parameters: dict[str, float | int | str | bool] | None = None
     formats: list[ExportFormat] | None = None
+    job_id: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The generation job the program is a candidate of (an opened candidate): "
+        "the version is judged against that job's request instead of its parent's.",
+    )
 
 
 class Progress(BaseModel):

@@ -7,7 +7,7 @@ from collections import defaultdict
 from fastapi import APIRouter, HTTPException, Query
 from sqlalchemy import select
 
-from genservice.api.deps import Key, ServiceState, State, check_quota
+from genservice.api.deps import Key, ServiceState, State, check_quota, check_stands_on
 from genservice.api.generations import unprocessable
 from genservice.api.schemas import (
     JobAccepted,
@@ -143,6 +143,7 @@ def create_version(session_id: str, body: VersionCreate, service: State, key: Ke
         dict(parent.parameters or {}) if parent is not None and body.program is None else {}
     )
     parameters.update(body.parameters or {})
+    check_stands_on(service, key, None, body.job_id)
     check_quota(service, key)
     job = jobs.create_job(
         service.db,
@@ -154,6 +155,7 @@ def create_version(session_id: str, body: VersionCreate, service: State, key: Ke
             "prompt": "parameters changed" if body.program is None else "code edited",
             "parameters": parameters,
             "formats": body.formats,
+            "job_id": body.job_id,
         },
         session_id=found.id,
         parent_version_id=parent.id if parent is not None else None,

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.responses import FileResponse, JSONResponse
 from sqlalchemy import func, select, text
 
-from genservice.api.deps import Key, ServiceState, State, check_quota
+from genservice.api.deps import Key, ServiceState, State, check_quota, check_stands_on
 from genservice.api.generations import check_judging, unprocessable
 from genservice.api.schemas import Health, ModelOut, ValidateRequest
 from genservice.celery import dispatch
@@ -54,6 +54,13 @@ async def validate(body: ValidateRequest, service: State, key: Key) -> dict[str,
     check_judging(settings, body.domain, body.spec, body.tests, body.entry_point)
     if body.domain == "code" and body.parameters:
         raise unprocessable("parameters apply to cad and scene, not code")
+    if body.domain == "code" and (body.request or body.version_id or body.job_id):
+        raise unprocessable("request, version_id and job_id apply to cad and scene, not code")
+    if sum(bool(x) for x in (body.request, body.version_id, body.job_id)) > 1:
+        raise unprocessable(
+            "give one of request, version_id and job_id: what the part is judged against"
+        )
+    check_stands_on(service, key, body.version_id, body.job_id)
     check_quota(service, key)
     job = jobs.create_job(
         service.db,
@@ -65,6 +72,9 @@ async def validate(body: ValidateRequest, service: State, key: Key) -> dict[str,
             "parameters": body.parameters,
             "tests": body.tests,
             "entry_point": body.entry_point,
+            "request": body.request,
+            "version_id": body.version_id,
+            "job_id": body.job_id,
         },
         candidates=[{"program": body.program, "finish_reason": "given", "tokens": 0}],
     )

@@ -15,12 +15,15 @@ from typing import Any
 from genservice.generation.binding import bind_candidates
 from genservice.generation.entry_point import EntryPoint, check_entry_point
 from genservice.generation.loader import LoadedModel
-from genservice.generation.prompts import DOMAINS, clean_completion
+from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
 from genservice.generation.rerank import rerank
 from genservice.generation.sampler import SamplingSettings, sample
 from validators.report import Report
 
 ProgressCallback = Callable[..., None]  # (stage, done, total): generating, validating, done
+MAX_REPAIR = 4  # repair rounds a request may ask for
+DEFAULT_REPAIR = 1  # rounds served by default: one more best-of-N, only when none is valid
+REPAIR_DOMAINS = ("cad", "scene")  # the domains the model was taught to repair
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,11 @@ class GenerationRequest:
     spec: dict[str, Any] | None = None
     tests: str | None = None
     entry_point: str | None = None
+    repair: int = 0  # rounds of repair when no candidate is valid (cad and scene)
 
     def __post_init__(self) -> None:
+        if not 0 <= self.repair <= MAX_REPAIR:
+            raise ValueError(f"repair must be between 0 and {MAX_REPAIR} rounds")
         if self.domain not in DOMAINS:
             raise ValueError(f"domain must be one of {DOMAINS}, not {self.domain!r}")
         if not self.prompt.strip():
@@ -57,6 +63,11 @@ class GenerationRequest:
         if self.spec is not None and self.domain == "code":
             raise ValueError("a spec applies to cad and scene requests, not code")
         self.sampling()  # raises ValueError on bad sampling settings
+
+    def asked(self) -> tuple[str, str | None]:
+        """What the request asks, for the `request` check: its text and an edit's previous
+        program (rerank.request_items)."""
+        return (self.instruction or self.prompt, self.previous_program)
 
     def sampling(self) -> SamplingSettings:
         """The sampling settings of this request."""
@@ -75,6 +86,7 @@ class Candidate:
     index: int
     report: Report
     finish_reason: str
+    round: int = 0  # 0: the first sampling; r: written in repair round r
 
     def to_dict(self, with_report: bool = False) -> dict[str, Any]:
         """JSON form (the Report only on request)."""
@@ -84,10 +96,28 @@ class Candidate:
             "valid": self.valid,
             "index": self.index,
             "finish_reason": self.finish_reason,
+            "round": self.round,
         }
         if with_report:
             data["report"] = self.report.to_dict()
         return data
+
+
+@dataclass(frozen=True)
+class RepairRound:
+    """One repair round: which candidate was fed back with which error, and what came of it."""
+
+    round: int
+    repaired: int  # the index of the candidate fed back
+    error: dict[str, Any]  # its Report's error: kind, message, line
+    candidates: int
+    valid: int
+    generate_s: float
+    validate_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -103,6 +133,7 @@ class GenerationResult:
     weights_sha256: str
     timings: dict[str, float] = field(default_factory=dict)
     generated_tokens: int = 0
+    repairs: list[RepairRound] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -121,6 +152,7 @@ class GenerationResult:
             "weights_sha256": self.weights_sha256,
             "timings": dict(self.timings),
             "generated_tokens": self.generated_tokens,
+            "repairs": [r.to_dict() for r in self.repairs],
         }
 
 
@@ -138,26 +170,32 @@ class Sampled:
 
 
 def sample_programs(
-    request: GenerationRequest, loaded: LoadedModel, progress: ProgressCallback | None = None
+    request: GenerationRequest,
+    loaded: LoadedModel,
+    progress: ProgressCallback | None = None,
+    messages: list[dict[str, Any]] | None = None,
+    seed: int | None = None,
 ) -> list[Sampled]:
     """Sample request.n programs for the request (one prefill, shared KV cache), cleaned; for a
-    new CAD or scene request, each bound to the numbers it states (binding.py)."""
+    new CAD or scene request, each bound to the numbers it states (binding.py). `messages` and
+    `seed` replace the request's own (a repair round asks with `repair_messages`)."""
     loaded.check_images(len(request.images))
     notify = progress or (lambda *event: None)
     settings = request.sampling()
-    messages = loaded.messages(
-        request.domain,
-        request.prompt,
-        previous_program=request.previous_program,
-        instruction=request.instruction,
-        images=len(request.images),
-    )
+    if messages is None:
+        messages = loaded.messages(
+            request.domain,
+            request.prompt,
+            previous_program=request.previous_program,
+            instruction=request.instruction,
+            images=len(request.images),
+        )
     notify("generating", 0, settings.n)
     completions = sample(
         loaded,
         messages,
         n=settings.n,
-        seed=settings.seed,
+        seed=settings.seed if seed is None else seed,
         max_new_tokens=settings.max_new_tokens,
         temperature=settings.temperature,
         top_p=settings.top_p,
@@ -188,10 +226,13 @@ def rank_programs(
     progress: ProgressCallback | None = None,
     limits: Any | None = None,
     parameters: dict[str, Any] | None = None,
+    first_index: int = 0,
+    repair_round: int = 0,
 ) -> list[Candidate]:
     """Validate the sampled programs on the pool; candidates best first (valid, then reward).
     Each is also checked against what the request's words ask (asked.py, the `request` check),
-    so the best is one that matches the request whenever one does, and never VALID otherwise."""
+    so the best is one that matches the request whenever one does, and never VALID otherwise.
+    Candidates are numbered from `first_index` and marked with their `repair_round`."""
     notify = progress or (lambda *event: None)
     notify("validating", 0, len(sampled))
     ranked = rerank(
@@ -204,12 +245,64 @@ def rank_programs(
         parameters=parameters,
         limits=limits,
         progress=lambda done, total: notify("validating", done, total),
-        asked=(request.instruction or request.prompt, request.previous_program),
+        asked=request.asked(),
     )
     return [
-        Candidate(s.program, s.reward, s.valid, s.index, s.report, sampled[s.index].finish_reason)
+        Candidate(
+            s.program,
+            s.reward,
+            s.valid,
+            first_index + s.index,
+            s.report,
+            sampled[s.index].finish_reason,
+            repair_round,
+        )
         for s in ranked
     ]
+
+
+def repair_messages(request: GenerationRequest, failed: Program) -> list[dict[str, Any]]:
+    """The messages of a repair round: the request, the failed program and its Report's error
+    (kind, message, line), as the model was taught to read them (prompts.build_repair_messages).
+    A part that ran but missed a check is described by the checks it failed."""
+    program, report = failed
+    error = report.error
+    if error is not None:
+        kind, message, line = error.kind, error.message, error.line
+    else:
+        failed_checks = [name for name, check in report.checks.items() if not check.passed]
+        kind, message, line = "check_failed", "failed checks: " + ", ".join(failed_checks), None
+    return build_repair_messages(
+        request.domain, request.instruction or request.prompt, program, kind, message, line,
+        images=len(request.images),
+    )  # fmt: skip
+
+
+def error_of(report: Report) -> dict[str, Any]:
+    """A Report's error as plain data (what a repair round fed back)."""
+    if report.error is None:
+        return {"kind": "check_failed", "message": "", "line": None}
+    return {"kind": report.error.kind, "message": report.error.message, "line": report.error.line}
+
+
+def repair_seed(seed: int, repair_round: int) -> int:
+    """The sampling seed of a repair round (a draw of its own, reproducible)."""
+    return seed + 7919 * repair_round
+
+
+def wants_repair(rounds: int, domain: str, best_valid: bool, rounds_done: int) -> bool:
+    """Whether another of a request's `rounds` of repair runs: none is valid, rounds are left,
+    the domain is one the model repairs."""
+    return not best_valid and rounds_done < rounds and domain in REPAIR_DOMAINS
+
+
+def merge_ranked(earlier: list[Candidate], later: list[Candidate]) -> list[Candidate]:
+    """Candidates of all rounds, best first: valid ones, then by reward; ties keep the earlier
+    round's place (each round is already ranked)."""
+    return sorted([*earlier, *later], key=lambda c: (not c.valid, -c.reward))
+
+
+Program = tuple[str, Report]
 
 
 def generate(
@@ -234,6 +327,38 @@ def generate(
     ready = time.perf_counter()
     candidates = rank_programs(request, sampled, pool, notify, limits, parameters)
     validated = time.perf_counter()
+    repairs: list[RepairRound] = []
+    tokens = sum(s.tokens for s in sampled)
+    while wants_repair(request.repair, request.domain, candidates[0].valid, len(repairs)):
+        round_ = len(repairs) + 1
+        failed = candidates[0]
+        notify("repairing", round_, request.repair)
+        begun = time.perf_counter()
+        again = sample_programs(
+            request,
+            loaded,
+            notify,
+            messages=repair_messages(request, (failed.program, failed.report)),
+            seed=repair_seed(settings.seed, round_),
+        )
+        sampled_at = time.perf_counter()
+        fresh = rank_programs(
+            request, again, pool, notify, limits, parameters, len(candidates), round_
+        )
+        candidates = merge_ranked(candidates, fresh)
+        tokens += sum(s.tokens for s in again)
+        repairs.append(
+            RepairRound(
+                round=round_,
+                repaired=failed.index,
+                error=error_of(failed.report),
+                candidates=len(fresh),
+                valid=sum(c.valid for c in fresh),
+                generate_s=round(sampled_at - begun, 4),
+                validate_s=round(time.perf_counter() - sampled_at, 4),
+            )
+        )
+    repaired = time.perf_counter()
     best = candidates[0]
     valid = sum(c.valid for c in candidates)
     notify("done", valid, len(candidates))
@@ -249,6 +374,8 @@ def generate(
             "generate_s": round(generated - started, 4),
             "pool_wait_s": round(ready - generated, 4),
             "validate_s": round(validated - ready, 4),
+            "repair_s": round(repaired - validated, 4),
         },
-        generated_tokens=sum(s.tokens for s in sampled),
+        generated_tokens=tokens,
+        repairs=repairs,
     )

@@ -54,6 +54,7 @@ def rerank(
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     asked: tuple[str, str | None] | None = None,
+    request: list[dict[str, Any]] | None = None,
 ) -> list[Scored]:
     """Validate all candidates in parallel; best first: valid ones, then by reward, then order.
 
@@ -67,6 +68,8 @@ def rerank(
     (see `adherence`), and of those, the ones whose parameters the request's words name
     (see `labelled`: "8 mm thick" in `thickness`, not in `bolt_count`); for an edit, then the
     one that changes the fewest lines of the previous program (see `changed_lines`).
+    `request`: items to check instead of those `asked` gives (a manual edit is judged against
+    the request its session stands on, see tasks.standing_request).
     """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
@@ -94,9 +97,8 @@ def rerank(
             request=request,
         )
 
-    request = None
-    if asked and domain != "code":
-        request = asked_items(asked[0], domain, edit=asked[1] is not None) or None
+    if request is None:
+        request = request_items(asked, domain)
 
     unique = list(dict.fromkeys(candidates))
     reports: dict[str, Report] = {}
@@ -122,6 +124,14 @@ def rerank(
         scored,
         key=lambda s: (not s.valid, -s.reward, *agree.get(s.program, (0, 0, 0)), s.index),
     )
+
+
+def request_items(asked: tuple[str, str | None] | None, domain: str) -> list[dict[str, Any]] | None:
+    """The `request` check's items for what was asked (text, previous program of an edit or
+    None): for an edit, only the absolute sizes its words give; None when nothing is asked."""
+    if not asked or domain == "code":
+        return None
+    return asked_items(asked[0], domain, edit=asked[1] is not None) or None
 
 
 def adherence(program: str, text: str, previous: str | None = None) -> int:

@@ -189,15 +189,21 @@ def _owned(session: Session, job_id: str, worker: str | None, values: dict[str, 
     return _rows(changed) == 1
 
 
-def advance(db: Database, job_id: str, worker: str, stage: str, **fields: Any) -> str:
-    """Hand the job to its next stage (storing this stage's output); the next stage's name."""
+def advance(
+    db: Database, job_id: str, worker: str, stage: str, to: str | None = None, **fields: Any
+) -> str:
+    """Hand the job to its next stage (storing this stage's output), or back to an earlier
+    stage `to` of its pipeline (a repair round goes from validate back to generate); the name
+    of the stage it goes to."""
     with db.session() as session:
         job = session.get(Job, job_id)
         if job is None:
             raise LeaseLost(job_id)
-        following = next_stage(job.kind, stage)
+        following = to if to is not None else next_stage(job.kind, stage)
         if following is None:
             raise ValueError(f"{stage} is the last stage of a {job.kind} job")
+        if following not in PIPELINES[job.kind]:
+            raise ValueError(f"a {job.kind} job has no {following} stage")
         values = {
             "status": STAGE_STATUS[following],
             "lease_owner": None,

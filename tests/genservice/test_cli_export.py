@@ -119,6 +119,40 @@ def test_an_invalid_script_exports_nothing_and_says_why(tmp_path):
     assert not out.exists() or list(out.iterdir()) == []
 
 
+def test_a_part_that_misses_its_request_is_exported_but_never_called_valid(tmp_path):
+    script = tmp_path / "block.py"
+    script.write_text(
+        "import cadquery as cq\nheight = 10\nresult = cq.Workplane().box(20, 15, height)\n"
+    )
+    missed = _genservice(
+        "export",
+        str(script),
+        "-o",
+        str(tmp_path / "a"),
+        "--request",
+        "a block 50 mm tall",
+        "--json",
+    )
+    assert missed.returncode == 1, missed.stderr
+    result = json.loads(missed.stdout)
+    assert result["verdict"] == "not as asked"
+    manifest = json.loads(Path(result["manifest"]).read_text())
+    assert manifest["verdict"] == "not as asked" and manifest["report"]["valid"] is False
+    assert "asked 50 mm" in manifest["report"]["checks"]["request"]["detail"]["summary"]
+    assert {f["format"] for f in result["files"]} == {"glb", "step", "stl"}
+    met = _genservice(
+        "export",
+        str(script),
+        "-o",
+        str(tmp_path / "b"),
+        "--request",
+        "a block 10 mm tall",
+        "--json",
+    )
+    assert met.returncode == 0, met.stderr
+    assert json.loads(Path(json.loads(met.stdout)["manifest"]).read_text())["verdict"] == "valid"
+
+
 def test_usage_errors_exit_2_with_a_message(tmp_path):
     script = FOLDER / "flange.py"
     cases = {

@@ -106,3 +106,36 @@ def test_request_adherence_at_1_and_of_the_best(pool):
     table = markdown_table(summary)
     assert "| request@1 |" in table and "| best-of-N request |" in table
     assert "| tall | 1 | 25.0 % |" in table
+
+
+def test_repair_rounds_are_measured_before_and_after(pool, tmp_path):
+    """A repair function that fixes what it is shown: the broken sample and the failing best
+    are fed back with their errors, and the after-repair figures count the fix."""
+    seen: list[tuple[str, dict, int]] = []
+
+    def generate(task, n, seed):
+        return [BROKEN, SOLID_PLATE][:n]
+
+    def repair(task, program, error, n, seed):
+        seen.append((program, error, n))
+        return [PLATE] * n
+
+    results = run_evaluation([CAD_TASK, CODE_TASK], generate, pool, n=2, seed=0,
+                             repair=repair, rounds=2)  # fmt: skip
+    cad, code = results
+    assert code.after_one is None  # code is not repaired
+    broken = next(e for p, e, n in seen if p == BROKEN and n == 1)
+    assert broken["kind"] and broken["line"] == 3  # the sample fed back with its error
+    assert any(n == 2 for _, _, n in seen)  # the failing best of 2: 2 repairs of it
+    assert cad.rounds_one == [1, 1] and cad.rounds_best == 1
+    assert all(c.all_checks for c in cad.after_one or [])
+    assert cad.after_best is not None and cad.after_best.all_checks
+    assert cad.best_program_after == PLATE
+    summary = report(results)["families"]["plate_holes"]
+    assert summary["pass@1"]["invalidity"] == pytest.approx(0.5)
+    after = summary["after_repair"]
+    assert after["pass@1"]["invalidity"] == 0 and after["fixed@1"] == 1.0
+    assert after["needed@1"] == 1.0 and after["needed_best"] == 1.0 and after["fixed_best"] == 1.0
+    paths = write_outputs(results, tmp_path, {"model": "m", "tasks": "t", "repairing": "How."})
+    text = paths["markdown"].read_text()
+    assert "## Before and after repair" in text and "| plate_holes | 1 | 50.0 % → 0.0 %" in text

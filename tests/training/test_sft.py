@@ -180,6 +180,10 @@ def test_whole_program_share_cuts_cad_and_scene_rows_only() -> None:
     cad = [c for r, c in zip(rows, cuts, strict=True) if r["domain"] == "cad"]
     assert 0.6 < sum(c is not None for c in cad) / len(cad) < 0.8
     assert all(c is None for c in cut_rows(rows, 1.0, seed=0))
+    # A composition's body and a repair's fix are what the row teaches: never cut.
+    kept = [{**r, "family": "compositional"} for r in rows if r["domain"] == "cad"]
+    kept += [{**r, "repair": True} for r in rows if r["domain"] == "cad"]
+    assert all(c is None for c in cut_rows(kept, 0.0, seed=0))
 
 
 def test_a_run_with_cut_programs_trains_and_says_how_many(data: Path, tmp_path: Path) -> None:

@@ -255,5 +255,10 @@ def test_a_part_that_ignores_the_request_shows_which_number_is_off(
     mark = p.locator("section[aria-label='History'] [data-version-id] .bad")
     assert mark.inner_text() == "≠"
     assert "not as asked" in p.locator("ol[aria-label='Candidates'] li").first.inner_text()
+    # No candidate was valid, so the default repair round ran: the gallery says what it fed
+    # back and marks the candidates it wrote.
+    rounds = p.locator("ul[aria-label='Repair rounds'] li")
+    assert rounds.count() == 1 and rounds.first.inner_text().startswith("repair 1: fed back #")
+    assert p.locator("ol[aria-label='Candidates'] li .round").count() == 2
     assert not p.locator("#code-error").inner_text().strip(), "the code itself is not at fault"
     assert errors == [], errors

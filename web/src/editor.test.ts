@@ -180,6 +180,31 @@ describe("Editor", () => {
     expect(reports).toEqual(["version:true", "edit:false", "edit:true", "version:true"]);
   });
 
+  it("judges edits and opened candidates against their request, and keeps a sound part that misses it", async () => {
+    const { api, editor } = setup();
+    await editor.generate({ domain: "cad", prompt: "a block 40 mm tall", n: 1 });
+    // The edit is checked against the request the current version stands on.
+    api.report = {
+      ...validReport,
+      valid: false,
+      metrics: { geometry_sound: true },
+      checks: { request: { score: 0.5, passed: false, detail: { items: [{ ok: false, note: "height 80 mm, asked 40 mm" }] } } },
+    };
+    await editor.editProgram("result = 80");
+    expect(api.calls.at(-2)).toEqual(["validate", { domain: "cad", program: "result = 80", version_id: "ver_1" }]);
+    expect(api.calls.at(-1)).toEqual([
+      "createVersion",
+      { session: "ses_1", parent_version_id: "ver_1", program: "result = 80" },
+    ]);
+    // A candidate from the gallery is checked against the generation that made it.
+    await editor.openProgram("p");
+    expect(api.calls.at(-2)).toEqual(["validate", { domain: "cad", program: "p", job_id: "job_1" }]);
+    expect(api.calls.at(-1)).toEqual([
+      "createVersion",
+      { session: "ses_1", parent_version_id: "ver_2", program: "p", job_id: "job_1" },
+    ]);
+  });
+
   it("does not save code that is the current version's", async () => {
     const { api, editor } = setup();
     await editor.generate({ domain: "cad", prompt: "x", n: 1 });

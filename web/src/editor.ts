@@ -14,12 +14,14 @@ import {
   type Job,
   type JobAccepted,
   type Report,
+  type RepairRound,
   type Session,
   type Version,
 } from "./api/types";
 import { Emitter } from "./lib/emitter";
 import { NavHistory } from "./lib/history";
 import type { ParamValue } from "./lib/params";
+import { verdictOf } from "./lib/verdict";
 
 /** Whose Report is shown: the current version's, edited code's, or a failed job's best candidate's. */
 export type ReportSource = "version" | "edit" | "job";
@@ -33,6 +35,8 @@ export interface EditorEvents extends Record<string, unknown> {
   report: { report: Report; source: ReportSource };
   job: Job;
   candidates: Candidate[];
+  /** The repair rounds of the generation whose candidates are shown (none: none ran). */
+  repairs: RepairRound[];
   nav: { canUndo: boolean; canRedo: boolean };
   program: string;
   compare: { a: Version; b: Version } | null;
@@ -82,6 +86,8 @@ export class Editor extends Emitter<EditorEvents> {
   private statusJob = "";
   private navTicket = 0;
   private validateTicket = 0;
+  /** The generation whose candidates the gallery shows (an opened one is judged against its request). */
+  private galleryJob: string | null = null;
 
   constructor(readonly api: Api) {
     super();
@@ -119,7 +125,11 @@ export class Editor extends Emitter<EditorEvents> {
       return null;
     }
     const result = jobResult(job);
-    if (gallery) this.emit("candidates", result?.candidates ?? []);
+    if (gallery) {
+      this.galleryJob = job.id;
+      this.emit("candidates", result?.candidates ?? []);
+      this.emit("repairs", result?.repairs ?? []);
+    }
     if (job.status === "failed" && result?.report && ticket === this.navTicket) {
       this.emit("report", { report: result.report, source: "job" });
     }
@@ -173,7 +183,7 @@ export class Editor extends Emitter<EditorEvents> {
    * the current version's program and `always` is false). Returns the Report, or null when a
    * newer edit superseded this one.
    */
-  async editProgram(program: string, always = false): Promise<Report | null> {
+  async editProgram(program: string, always = false, fromJob: string | null = null): Promise<Report | null> {
     const ticket = ++this.validateTicket;
     const domain = this.domain;
     let report: Report;
@@ -182,10 +192,15 @@ export class Editor extends Emitter<EditorEvents> {
         this.emit("message", "code: give the tests and entry point in the prompt panel to check edits");
         return null;
       }
+      // An edit is judged against the request its version stands on: a change that makes the
+      // 80 mm part 120 mm is NOT AS ASKED, never VALID.
+      // An opened candidate is judged against the request of the generation that made it.
+      const standsOn =
+        domain === "code" ? {} : fromJob ? { job_id: fromJob } : this.current ? { version_id: this.current.id } : {};
       report = await this.api.validate({
         domain,
         program,
-        ...(domain === "code" ? { tests: this.codeTests.tests, entry_point: this.codeTests.entryPoint } : {}),
+        ...(domain === "code" ? { tests: this.codeTests.tests, entry_point: this.codeTests.entryPoint } : standsOn),
       });
     } catch (err) {
       if (ticket === this.validateTicket) this.emit("message", err instanceof Error ? err.message : String(err));
@@ -193,17 +208,19 @@ export class Editor extends Emitter<EditorEvents> {
     }
     if (ticket !== this.validateTicket) return null;
     this.emit("report", { report, source: "edit" });
-    if (!report.valid || domain === "code") return report;
+    // A sound part that differs from the request is still the user's to keep (they changed it
+    // on purpose); its version shows NOT AS ASKED and what is off.
+    if (verdictOf(report).kind === "invalid" || domain === "code") return report;
     if (!always && this.current && this.current.program === program) {
-      this.emit("message", "valid (the same as the current version)");
+      this.emit("message", `${verdictOf(report).kind} (the same as the current version)`);
       return report;
     }
-    await this.saveProgram(program);
+    await this.saveProgram(program, "edit", fromJob);
     return report;
   }
 
   /** Save a program as a manual version (a child of the current one) and show it when done. */
-  async saveProgram(program: string, origin: Origin = "edit"): Promise<Job | null> {
+  async saveProgram(program: string, origin: Origin = "edit", fromJob: string | null = null): Promise<Job | null> {
     let sessionId = this.session?.id;
     const parent = this.current?.id ?? null;
     if (!sessionId) {
@@ -216,7 +233,7 @@ export class Editor extends Emitter<EditorEvents> {
     }
     const id = sessionId;
     const accepted = await this.start(() =>
-      this.api.createVersion(id, { parent_version_id: parent, program }),
+      this.api.createVersion(id, { parent_version_id: parent, program, ...(fromJob ? { job_id: fromJob } : {}) }),
     );
     return accepted ? this.follow(accepted, origin, false) : null;
   }
@@ -235,7 +252,7 @@ export class Editor extends Emitter<EditorEvents> {
   /** Open a candidate's program: into the code panel, validated and saved as a manual version. */
   async openProgram(program: string): Promise<void> {
     this.emit("program", program);
-    await this.editProgram(program, true);
+    await this.editProgram(program, true, this.galleryJob);
   }
 
   // ---- sessions, versions, navigation -------------------------------------------------------

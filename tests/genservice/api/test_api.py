@@ -7,6 +7,7 @@ import base64
 import hashlib
 import io
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -196,6 +197,59 @@ def test_a_sound_part_that_ignores_the_request_is_delivered_but_never_valid(
         assert {"glb", "step"} <= {a["format"] for a in result["assets"]}
 
 
+def test_a_manual_edit_is_judged_against_the_request_its_version_stands_on(
+    service: Service, generated: dict[str, Any]
+) -> None:
+    # The flange was asked 8 mm thick: a slider (or code edit) that makes it 20 mm thick is a
+    # sound part the user keeps, but it is no longer what was asked, and never shown VALID.
+    assert generated["status"] == "done" and generated["result"]["verdict"] == "valid"
+    assert {"what": "thickness", "value_mm": 8.0}.items() <= generated["result"]["asked"][0].items()
+    with service.client() as client:
+        first = client.get(f"/v1/versions/{generated['version_id']}").json()
+        name = re.search(r"^(\w*thick\w*) = ", first["program"], re.M)
+        assert name, first["program"]
+        edit = client.post(
+            f"/v1/sessions/{generated['session_id']}/versions",
+            json={"parent_version_id": first["id"], "parameters": {name[1]: 20}},
+        )
+        done = wait_job(client, edit.json()["id"])
+        assert done["status"] == "done", done["error"]
+        assert done["result"]["verdict"] == "not as asked"
+        report = done["result"]["report"]
+        assert report["metrics"]["geometry_sound"] and not report["valid"]
+        assert "asked 8 mm" in report["checks"]["request"]["detail"]["summary"]
+        manifest = next(a for a in done["result"]["assets"] if a["format"] == "manifest")
+        written = client.get(manifest["url"]).json()
+        assert written["verdict"] == "not as asked" and written["report"]["valid"] is False
+        # The editor checks a code edit before saving it, against the same request.
+        thick = re.sub(rf"^{name[1]} = .*$", f"{name[1]} = 20", first["program"], flags=re.M)
+        checked = client.post(
+            "/v1/validate", json={"program": thick, "version_id": first["id"]}
+        ).json()
+        assert not checked["valid"] and not checked["checks"]["request"]["passed"]
+        same = client.post(
+            "/v1/validate", json={"program": first["program"], "version_id": first["id"]}
+        ).json()
+        assert same["valid"] and same["checks"]["request"]["passed"]
+        # An opened candidate is judged against the request of the generation that made it.
+        opened = client.post(
+            "/v1/validate", json={"program": thick, "job_id": generated["id"]}
+        ).json()
+        assert not opened["checks"]["request"]["passed"]
+        # Or against the words given.
+        worded = client.post(
+            "/v1/validate", json={"program": BOX, "request": "a block 50 mm tall"}
+        ).json()
+        assert not worded["valid"] and "asked 50 mm" in worded["error"]["message"]
+        # Whose request is judged must be the caller's, and one at a time.
+        unknown = client.post("/v1/validate", json={"program": BOX, "version_id": "ver_nope"})
+        assert unknown.status_code == 404 and "ver_nope" in unknown.text
+        both = client.post(
+            "/v1/validate", json={"program": BOX, "request": "a cube", "job_id": generated["id"]}
+        )
+        assert both.status_code == 422
+
+
 def test_an_edit_instruction_makes_a_child_version_or_says_why_not(
     service: Service, generated: dict[str, Any]
 ) -> None:
@@ -218,7 +272,29 @@ def test_an_edit_instruction_makes_a_child_version_or_says_why_not(
             assert version["prompt"] == "make it 12 mm thick"
         else:
             assert done["status"] == "failed" and done["error"]
-            assert len(done["result"]["candidates"]) == 2
+            rounds = len(done["result"]["repairs"])  # the default: one repair round
+            assert rounds == 1 and len(done["result"]["candidates"]) == 2 * (1 + rounds)
+
+
+def test_when_no_candidate_is_valid_a_repair_round_feeds_the_error_back(
+    service: Service,
+) -> None:
+    # Eight tokens cannot hold a program: every candidate fails, then the repair round's too.
+    with service.client() as client:
+        body = {"prompt": FLANGE, "n": 2, "seed": 2, "max_new_tokens": 8, "repair": 1}
+        job_id = client.post("/v1/generations", json=body).json()["id"]
+        done = wait_job(client, job_id)
+        assert done["status"] == "failed" and "none of the 4 candidates is valid" in done["error"]
+        repairs = done["result"]["repairs"]
+        assert len(repairs) == 1 and repairs[0]["round"] == 1
+        assert repairs[0]["candidates"] == 2 and repairs[0]["valid"] == 0
+        assert repairs[0]["error"]["kind"] and repairs[0]["repaired"] in (0, 1)
+        rounds = sorted(c["round"] for c in done["result"]["candidates"])
+        assert rounds == [0, 0, 1, 1]
+        off = client.post("/v1/generations", json={**body, "repair": 0}).json()["id"]
+        assert wait_job(client, off)["result"]["repairs"] == []
+        too_many = client.post("/v1/generations", json={**body, "repair": 99})
+        assert too_many.status_code == 422
 
 
 def test_validate_returns_the_report(service: Service) -> None:

@@ -38,7 +38,8 @@ def test_the_best_candidate_is_chosen_by_the_validators(monkeypatch, causal, poo
     assert [c.valid for c in result.candidates] == [True, False, False]
     assert result.seed == 9 and result.sampling["n"] == 3 and seen["seed"] == 9
     assert seen["messages"][0]["role"] == "system" and "a box" in seen["messages"][1]["content"]
-    assert set(result.timings) == {"generate_s", "pool_wait_s", "validate_s"}
+    assert set(result.timings) == {"generate_s", "pool_wait_s", "validate_s", "repair_s"}
+    assert result.repairs == []  # a valid candidate: no repair round
     assert result.model_id == causal.model_id and result.weights_sha256 == causal.weights_sha256
     stages = [e[0] for e in events]
     assert stages[0] == "generating" and stages[-1] == "done"
@@ -46,6 +47,42 @@ def test_the_best_candidate_is_chosen_by_the_validators(monkeypatch, causal, poo
     assert events[-1] == ("done", 1, 3)
     assert result.to_dict()["candidates"][0]["program"] == BOX
     assert seen["entry_point"] is None  # a part has no function to steer to
+
+
+def test_a_repair_round_feeds_the_failing_candidate_and_its_error_back(monkeypatch, causal, pool):
+    calls: list[dict] = []
+    rounds = iter(
+        [["import cadquery as cq\nresult = cq.Workplane().box(20, 10)\n"] * 2, [FENCED, "x"]]
+    )
+
+    def fake_sample(loaded, messages, n, seed, **_):
+        calls.append({"messages": messages, "seed": seed})
+        return [Completion(t, (1, 2), -1.0, "stop") for t in next(rounds)]
+
+    monkeypatch.setattr(engine, "sample", fake_sample)
+    events: list[tuple] = []
+    request = GenerationRequest("a box 20 x 10 x 5 mm", n=2, seed=4, repair=2)
+    result = generate(request, causal, pool, progress=lambda *e: events.append(e))
+    assert result.valid and result.program == BOX
+    assert len(calls) == 2 and calls[1]["seed"] != calls[0]["seed"]
+    asked = calls[1]["messages"][-1]["content"]
+    assert asked.startswith("a box 20 x 10 x 5 mm") and "Failed program:" in asked
+    assert ".box(20, 10)" in asked and "at line 2" in asked and asked.endswith("Fix the program.")
+    assert [r.round for r in result.repairs] == [1]  # the first round found a valid one
+    repair = result.repairs[0]
+    assert repair.repaired == 0 and repair.valid == 1 and repair.candidates == 2
+    assert repair.error["kind"] and repair.error["line"] == 2
+    best = result.candidates[0]
+    assert (best.round, best.index) == (1, 2) and len(result.candidates) == 4
+    assert ("repairing", 1, 2) in events
+    assert result.to_dict()["repairs"][0]["round"] == 1
+
+
+def test_no_repair_when_asked_for_none_or_for_code(monkeypatch, causal, pool):
+    monkeypatch.setattr(engine, "sample", _scripted(["box("], {}))
+    assert generate(GenerationRequest("a box", n=1, repair=0), causal, pool).repairs == []
+    with pytest.raises(ValueError, match="repair"):
+        GenerationRequest("a box", repair=9)
 
 
 def test_a_code_request_steers_to_its_entry_point(monkeypatch, causal, pool):

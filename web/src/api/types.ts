@@ -45,6 +45,17 @@ export interface Candidate {
   verdict?: string;
   finish_reason?: string;
   program: string;
+  /** 0: the first sampling; r: written in repair round r. */
+  round?: number;
+}
+
+/** One repair round: the failing candidate fed back with its error, and what came of it. */
+export interface RepairRound {
+  round: number;
+  repaired: number;
+  error: { kind: string; message: string; line?: number | null };
+  candidates?: number;
+  valid?: number;
 }
 
 export interface JobResult {
@@ -52,6 +63,7 @@ export interface JobResult {
   report?: Report;
   valid?: boolean;
   candidates?: Candidate[];
+  repairs?: RepairRound[];
   version_id?: string | null;
   assets?: Asset[];
 }

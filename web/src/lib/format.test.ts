@@ -1,6 +1,6 @@
 // Unit tests of the formatting helpers.
 import { describe, expect, it } from "vitest";
-import { detailText, downloadName, errorText, formatReward, jobStatusText, toBase64 } from "./format";
+import { detailText, downloadName, errorText, formatReward, jobStatusText, repairLines, toBase64 } from "./format";
 
 describe("format", () => {
   it("formats rewards with 3 decimals", () => {
@@ -36,5 +36,17 @@ describe("format", () => {
 
   it("encodes base64", () => {
     expect(toBase64(new Uint8Array([104, 105]))).toBe("aGk=");
+  });
+});
+
+describe("repairLines", () => {
+  it("says what each repair round fed back and what came of it", () => {
+    expect(repairLines(undefined)).toEqual([]);
+    expect(
+      repairLines([
+        { round: 1, repaired: 0, error: { kind: "syntax", message: "x", line: 4 }, candidates: 4, valid: 0 },
+        { round: 2, repaired: 5, error: { kind: "check_failed", message: "y" } },
+      ]),
+    ).toEqual(["repair 1: fed back #0 (syntax, line 4) → 0 of 4 valid", "repair 2: fed back #5 (check_failed) → running"]);
   });
 });

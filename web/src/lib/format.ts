@@ -3,6 +3,7 @@
  * download file names, check details.
  */
 
+import type { RepairRound } from "../api/types";
 /** A reward with 3 decimals ("—" when absent). */
 export function formatReward(reward: unknown): string {
   return typeof reward === "number" && Number.isFinite(reward) ? reward.toFixed(3) : "—";
@@ -54,6 +55,16 @@ export function jobStatusText(job: JobLike): string {
   if (p?.message) text += `: ${p.message}`;
   if (p && p.total) text += ` (${p.done ?? 0}/${p.total})`;
   return text;
+}
+
+/** What the repair rounds of a generation did, one line each ("repair 1: fed back #0
+ * (syntax, line 4) → 2 of 4 valid"); empty when none ran. */
+export function repairLines(repairs: RepairRound[] | undefined): string[] {
+  return (repairs ?? []).map((r) => {
+    const where = r.error.line ? `, line ${r.error.line}` : "";
+    const outcome = r.candidates === undefined ? "running" : `${r.valid ?? 0} of ${r.candidates} valid`;
+    return `repair ${r.round}: fed back #${r.repaired} (${r.error.kind}${where}) → ${outcome}`;
+  });
 }
 
 /** A check's detail as short "key: value" lines for a tooltip. */

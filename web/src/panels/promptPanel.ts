@@ -1,12 +1,13 @@
 /**
  * The Prompt panel: domain, prompt, optional reference image, number of candidates and
  * Generate; an instruction and Refine for the current version; the job's live progress; and
- * the gallery of candidates with their rewards, each of which can be opened.
+ * the gallery of candidates with their rewards (and the repair round that wrote each), each of
+ * which can be opened; what each repair round fed back and what came of it.
  */
-import type { Candidate, Domain, Job } from "../api/types";
+import type { Candidate, Domain, Job, RepairRound } from "../api/types";
 import type { Editor } from "../editor";
 import { clear, h } from "../lib/dom";
-import { formatReward, jobStatusText, toBase64 } from "../lib/format";
+import { formatReward, jobStatusText, repairLines, toBase64 } from "../lib/format";
 
 export class PromptPanel {
   readonly element: HTMLElement;
@@ -34,6 +35,7 @@ export class PromptPanel {
   private readonly progress = h("progress", { "aria-label": "Job progress", max: 1, value: 0 });
   private readonly status = h("div", { id: "job-status", role: "status", "aria-live": "polite" });
   private readonly gallery = h("ol", { "aria-label": "Candidates", className: "gallery" });
+  private readonly repairs = h("ul", { "aria-label": "Repair rounds", className: "repairs" });
 
   constructor(private readonly editor: Editor) {
     this.codeFields.append(
@@ -67,10 +69,12 @@ export class PromptPanel {
       refine,
       h("div", { className: "job" }, this.progress, this.status),
       h("h3", {}, "Candidates"),
+      this.repairs,
       this.gallery,
     );
     editor.on("job", (job) => this.showJob(job));
     editor.on("candidates", (candidates) => this.showCandidates(candidates));
+    editor.on("repairs", (rounds) => this.showRepairs(rounds));
     editor.on("session", (session) => {
       if (session && session.domain !== this.domain.value) {
         this.domain.value = session.domain;
@@ -124,6 +128,11 @@ export class PromptPanel {
     this.status.dataset.status = job.status;
   }
 
+  private showRepairs(rounds: RepairRound[]): void {
+    clear(this.repairs);
+    for (const line of repairLines(rounds)) this.repairs.append(h("li", {}, line));
+  }
+
   private showCandidates(candidates: Candidate[]): void {
     clear(this.gallery);
     for (const candidate of candidates) {
@@ -136,6 +145,7 @@ export class PromptPanel {
           { className: candidate.valid ? "valid" : "invalid", title: candidate.program },
           h("span", { className: "index" }, `#${candidate.index}`),
           h("span", { className: "reward" }, formatReward(candidate.reward)),
+          candidate.round ? h("span", { className: "round", title: "written in this repair round" }, `repair ${candidate.round}`) : null,
           h("span", { className: candidate.valid ? "ok" : "bad" }, candidate.verdict ?? (candidate.valid ? "valid" : "invalid")),
           open,
           h("pre", { className: "preview" }, preview),
