@@ -65,6 +65,37 @@ class Group:
         return [j.reward for j in self.judged]
 
 
+def repair_task(group: Group) -> dict[str, Any] | None:
+    """The second turn of a repair episode: the group's best failing candidate and its
+    validator error as a repair task (prompts.build_repair_messages asks it as serving does),
+    judged against the same request; None when nothing failed or the task is not CAD or scene
+    (or is a repair already)."""
+    task = group.task
+    if task.get("repair") or task["domain"] not in ("cad", "scene"):
+        return None
+    failing = [
+        (judged.reward, program, judged.report)
+        for program, judged in zip(group.programs, group.judged, strict=True)
+        if not judged.valid and program.strip()
+    ]
+    if not failing:
+        return None
+    _, program, report = max(failing, key=lambda f: f[0])
+    error = report.error
+    return {
+        **task,
+        "id": f"{task['id']}~repair",
+        "repair": True,
+        "turn": 2,
+        "failed_program": program,
+        "error": {
+            "kind": error.kind if error else "check_failed",
+            "message": error.message if error else "",
+            "line": error.line if error else None,
+        },
+    }
+
+
 def setup_distributed() -> tuple[int, int]:
     """Environment for DeepSpeed: a single process gets rank 0 of 1 on a free local port."""
     if "RANK" not in os.environ:
@@ -302,13 +333,34 @@ class RLTrainer:
             if not self.config.rollout.overlap:
                 pending = [(group, self._judge_group(group, threads)) for group in generated]
             waited = time.monotonic()
+            judged: list[Group] = []
             for group, futures in pending:
                 group.judged = [future.result() for future in futures]
+                judged.append(group)
+            timing["reward_wait_s"] += time.monotonic() - waited
+            if self.config.rollout.repair_turns:  # second turns: the policy fixes its own failure
+                # Each second turn follows its first, and takes one of the step's group slots
+                # (every rank trains the same number of groups), so a step keeps pairs.
+                firsts, judged = judged, []
+                for index, group in enumerate(firsts):
+                    judged.append(group)
+                    second = repair_task(group)
+                    if second is None:
+                        continue
+                    started = time.monotonic()
+                    seed = step_seed(self.config.training.seed, step, round_, 1000 + index)
+                    repaired = self._generate_group(second, seed)
+                    timing["generate_s"] += time.monotonic() - started
+                    waited = time.monotonic()
+                    futures = self._judge_group(repaired, threads)
+                    repaired.judged = [future.result() for future in futures]
+                    timing["reward_wait_s"] += time.monotonic() - waited
+                    judged.append(repaired)
+            for group in judged:
                 intervals += [(j.started, j.finished) for j in group.judged]
                 every.append(group)
                 signal = not (loss.dynamic_sampling and all_equal(group.rewards))
                 (kept if signal else skipped).append(group)
-            timing["reward_wait_s"] += time.monotonic() - waited
             short = [len(kept) < self.per_rank]
             if self.world > 1:
                 flags: list[Any] = [None] * self.world
@@ -527,7 +579,9 @@ class RLTrainer:
         """Every rank's (family, rewards) of the step, in rank order (the same on all ranks)."""
         import torch.distributed as dist
 
-        mine = [(g.task["family"], g.rewards) for g in groups]
+        # The curriculum weighs families by their first turns (a repair's reward says how well
+        # the policy fixes, not how well it makes).
+        mine = [(g.task["family"], g.rewards) for g in groups if g.task.get("turn") != 2]
         if self.world == 1:
             return mine
         found: list[Any] = [None] * self.world

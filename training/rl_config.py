@@ -91,6 +91,9 @@ class Rollout:
     top_p: float = 1.0
     reward_workers: int = 2  # sandbox workers validating while the next prompt generates
     overlap: bool = True  # False: validate only once every group is generated (the baseline)
+    # Two-turn repair episodes: a CAD or scene group's best failing candidate, with its
+    # validator error, becomes the prompt of a second group trained in the same step.
+    repair_turns: bool = False
 
     def __post_init__(self) -> None:
         for name in ("prompts_per_step", "reward_workers"):
@@ -102,6 +105,7 @@ class Rollout:
         _fraction("rollout", "temperature", self.temperature, 0.05, 5.0)
         _fraction("rollout", "top_p", self.top_p, 0.01, 1.0)
         _flag("rollout", "overlap", self.overlap)
+        _flag("rollout", "repair_turns", self.repair_turns)
 
 
 @dataclass

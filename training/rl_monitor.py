@@ -99,7 +99,18 @@ def step_record(
         "timing": {key: round(value, 4) for key, value in timing.items()},
         "checks": check_means([j.report for j in judged]),
         "families": families,
+        "repair_turns": _second_turns(groups),
         "world_size": world,
+    }
+
+
+def _second_turns(groups: list[Group]) -> dict[str, Any]:
+    """The step's second-turn (repair) groups: how many, their reward and how many fixed."""
+    second = [j for g in groups if g.task.get("turn") == 2 for j in g.judged]
+    return {
+        "groups": sum(1 for g in groups if g.task.get("turn") == 2),
+        "reward": _mean([j.reward for j in second]),
+        "valid": _mean([float(j.valid) for j in second]),
     }
 
 

@@ -235,3 +235,21 @@ def test_bad_configs_exit_2_with_a_message(tasks: Path, tmp_path: Path, patch, m
 def test_resume_without_a_checkpoint_says_so(tasks: Path, tmp_path: Path):
     result = _train("--config", str(_config(tasks, tmp_path)), "--resume", timeout=300)
     assert result.returncode == 2 and "nothing to resume" in result.stderr
+
+
+@pytest.mark.timeout(900)
+def test_two_turn_repair_episodes_train_the_policy_on_its_own_failures(tasks: Path, tmp_path: Path):
+    # 40 new tokens cannot hold a part: every first turn fails, so each CAD group is followed
+    # by a second turn asked to fix its best failing candidate with the validator's error.
+    path = _config(tasks, tmp_path, max_steps=1, save_every=1, heldout_every=0, micro_batch=2)
+    raw = yaml.safe_load(path.read_text())
+    raw["data"] = {**raw["data"], "domains": ["cad"], "heldout_tasks": 0, "audit_tasks": 0}
+    raw["rollout"] = {**raw["rollout"], "prompts_per_step": 2, "group_size": 2,
+                      "max_new_tokens": 40, "repair_turns": True}  # fmt: skip
+    raw["loss"] = {**raw["loss"], "max_resample": 0}
+    raw["reward"] = {}
+    path.write_text(yaml.safe_dump(raw))
+    result = _train("--config", str(path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    (step,) = _records(tmp_path / "run", "step")
+    assert step["repair_turns"]["groups"] == 2 and step["repair_turns"]["valid"] == 0.0

@@ -342,3 +342,25 @@ def test_monitor_flags_what_should_make_a_person_look(tmp_path: Path):
         (13, "family_regression"), (19, "heldout_validity_down"),
     ]  # fmt: skip
     monitor.close()
+
+
+def test_a_repair_turn_asks_to_fix_the_best_failing_candidate_with_its_error():
+    from training.rl import Group, repair_task
+    from validators.report import ErrorInfo
+
+    task = {"id": "t1", "domain": "cad", "family": "flange", "prompt": "a flange", "spec": {}}
+
+    def judged(reward: float, valid: bool, line: int | None = None):
+        error = None if valid else ErrorInfo("execution", "boom", line)
+        report = Report(valid=valid, reward=reward, checks={}, error=error)
+        return SimpleNamespace(report=report, reward=reward, valid=valid)
+
+    group = Group(task, [1], [[2], [3], [4]], ["ok", "worse", "better"], ["stop"] * 3)
+    group.judged = [judged(1.0, True), judged(0.1, False, 3), judged(0.4, False, 7)]
+    second = repair_task(group)
+    assert second is not None and second["failed_program"] == "better"
+    assert second["error"] == {"kind": "execution", "message": "boom", "line": 7}
+    assert second["repair"] and second["turn"] == 2 and second["prompt"] == "a flange"
+    group.judged = [judged(1.0, True)] * 3
+    assert repair_task(group) is None  # nothing failed
+    assert repair_task(Group({**task, "domain": "code"}, [1], [[2]], ["x"], ["stop"])) is None
