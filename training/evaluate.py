@@ -379,8 +379,9 @@ def repair_table(summary: dict[str, Any]) -> str:
     lines = [
         "| family | tasks | invalid@1 before → after | request@1 before → after "
         "| IoU@1 med (all) before → after | best-of-N invalid before → after "
-        "| best-of-N IoU med (all) before → after | repaired@1 (needed) | repaired best (needed) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| best-of-N spec before → after | best-of-N IoU med (all) before → after "
+        "| repaired@1 (needed) | repaired best (needed) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, group in rows:
         after = group["after_repair"]
@@ -400,6 +401,7 @@ def repair_table(summary: dict[str, Any]) -> str:
             f"| {pair(one, one_after, 'request_adherence', _pct)} "
             f"| {pair(one, one_after, 'iou_all_median', _num)} "
             f"| {pair(best, best_after, 'invalidity', _pct)} "
+            f"| {pair(best, best_after, 'spec_adherence', _pct)} "
             f"| {pair(best, best_after, 'iou_all_median', _num)} "
             f"| {_pct(after['fixed@1'])} ({_pct(after['needed@1'])}) "
             f"| {_pct(after['fixed_best'])} ({_pct(after['needed_best'])}) |"

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from training.evaluate import markdown_table
+from training.evaluate import markdown_table, repair_table
 
 
 def _pct(value: float | None) -> str:
@@ -163,6 +163,13 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             else ""
         )
         + (
+            " A further stage taught it a vocabulary beyond its families (compositional parts: "
+            "sketches, solids and features composed, with everyday names) and to repair a "
+            "failed program from the validator's error."
+            if any("--compositional" in (s.get("corpus_command") or "") for s in _stages(summary))
+            else ""
+        )
+        + (
             " A last stage of online RL rewarded it with the validators' scores of its own "
             "samples (`genservice train rl`)."
             if summary.get("kind") == "rl"
@@ -212,6 +219,9 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             "",
             markdown_table(report["summary"]),
         ]
+        repaired = repair_table(report["summary"])
+        if repaired:
+            lines += [meta.get("repairing", ""), "", repaired]
     notes = summary.get("evaluation_notes") or {}
     if notes:
         lines += ["## Notes on the task sets", ""]

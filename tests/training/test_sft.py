@@ -397,6 +397,14 @@ def test_the_shipped_stage_two_config_fits_90_minutes_with_stage_one() -> None:
     assert (summary["wall_time_s"] + summary["base"]["wall_time_s"]) / 60 <= 90
 
 
+def test_the_stage_three_config_continues_the_shipped_model_within_90_minutes() -> None:
+    stage_three = SFTConfig.from_yaml(ROOT / "training" / "configs" / "tiny_stage3.yaml")
+    assert str(stage_three.model.from_dir) == "genservice/models/tiny"
+    assert (stage_three.training.max_minutes or 0) <= 90
+    # a repair row carries its failed program: it must fit the window the model was built with
+    assert stage_three.training.max_seq_len <= 1024
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "genservice", "train", "sft", *args],
