@@ -51,7 +51,7 @@ CAD_METRICS: list[Metric] = [
     ("best-of-N spec", lambda g: _best(g)["spec_adherence"], True),
     ("request@1", lambda g: g["pass@1"].get("request_adherence"), True),
     ("best-of-N request", lambda g: _best(g).get("request_adherence"), True),
-    ("median IoU@1 (invalid = 0)", lambda g: g["pass@1"]["iou_all_median"], True),
+    ("median IoU@1 (invalid = 0)", lambda g: g["pass@1"].get("iou_all_median"), True),
     ("invalid@1 after repair", lambda g: _repaired(g, "pass@1", "invalidity"), False),
     ("median IoU@1 after repair", lambda g: _repaired(g, "pass@1", "iou_all_median"), True),
     ("best-of-N spec after repair", lambda g: _repaired(g, "best", "spec_adherence"), True),

@@ -53,14 +53,17 @@ def test_random_model_end_to_end_exits_1_with_its_report(model_dir, tmp_path):
     result = json.loads(done.stdout)
     assert result["valid"] is False and result["report"]["valid"] is False
     assert result["report"]["error"]["kind"]
-    assert len(result["candidates"]) == 2
+    # none valid, so the default repair round ran: two more candidates, fed the best one's error
+    (repair,) = result["repairs"]
+    assert repair["round"] == 1 and repair["error"]["kind"] and repair["candidates"] == 2
+    assert sorted(c["round"] for c in result["candidates"]) == [0, 0, 1, 1]
     assert all(set(c) >= {"reward", "valid"} for c in result["candidates"])
     assert result["seed"] == 3 and result["model_id"] == "tiny-random"
     formats = {f["format"]: Path(f["path"]) for f in result["files"]}
     assert set(formats) == {"program", "report", "candidates"}
     assert formats["program"].read_text() == result["program"]
     assert json.loads(formats["report"].read_text()) == result["report"]
-    assert "no valid candidate among 2" in done.stderr
+    assert "no valid candidate among 4" in done.stderr
 
 
 def _run(capsys, *args: str) -> tuple[int, str, str]:
