@@ -190,7 +190,7 @@ def _repair_sets(per_set: int) -> dict[str, list[dict[str, Any]]]:
             build_corpus(per_set, 2027, [f for f in families if not f.held_out], split="test")
         ),
         "ood families": list(
-            build_corpus(per_set, 2027, [f for f in families if f.held_out], "ood")
+            build_corpus(per_set, 2027, [f for f in families if f.held_out], split="ood")
         ),
     }
     lines = (Path(__file__).parent.parent / "eval" / "requests_ood.jsonl").read_text().splitlines()
