@@ -45,6 +45,7 @@ class ExportOptions:
     step_schema: str = "AP242"
     splat_count: int | None = None
     cad: CadOptions = field(default_factory=CadOptions)
+    preview_name: str | None = None  # the PNG's file name (default: the stem + .png)
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.formats if f not in FORMATS]
@@ -131,9 +132,10 @@ def export_script(
     writers = _writers(parts, run.payload, provenance, options)
     contents = {fmt: writers[fmt]() for fmt in options.formats}
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = {
-        fmt: _write_atomic(out_dir / (stem + SUFFIXES[fmt]), data) for fmt, data in contents.items()
-    }
+    names = {fmt: stem + SUFFIXES[fmt] for fmt in contents}
+    if options.preview_name and "png" in names:
+        names["png"] = safe_stem(options.preview_name)
+    files = {fmt: _write_atomic(out_dir / names[fmt], data) for fmt, data in contents.items()}
     checks = {"step": run.payload["step_check"]} if "step" in files else {}
     # Every file above was written from the B-rep the measurer read and measured: its digest
     # ties the files to the Report.
@@ -142,6 +144,36 @@ def export_script(
     verdict = "valid" if report.valid else "not as asked"
     manifest = write_manifest(provenance, files, report.to_dict(), out_dir, checks, brep, verdict)
     return ExportResult(files, manifest, report, provenance, checks)
+
+
+def script_parts(
+    source: str,
+    executor: Executor,
+    *,
+    parameters: dict[str, Any] | None = None,
+    limits: Limits | None = None,
+    domain: str = "cad",
+) -> tuple[list[PartMesh], Report]:
+    """Run a script in the sandbox and return its tessellated parts with its Report.
+
+    The parts come back whatever the checks said (a picture of a failing part shows what is
+    wrong); ExportError when the script built no geometry."""
+    run = run_cad(
+        source,
+        executor,
+        parameters=parameters,
+        limits=limits,
+        domain=domain,
+        runner="cad_export",
+        runner_options={"step": None},
+    )
+    if run.payload is None:
+        why = run.report.error.message if run.report.error else "it built no geometry"
+        raise ExportError(f"nothing to render: {why}", run.report)
+    try:
+        return parts_from_payload(run.payload), run.report
+    except PartsError as exc:
+        raise ExportError(f"nothing to render: {exc}", run.report) from exc
 
 
 def _writers(
@@ -163,6 +195,13 @@ def _writers(
 
         return write_splats(parts, fmt, provenance, options.splat_count)
 
+    def preview() -> bytes:
+        from exporters.render import png_bytes, render  # open3d is imported only for previews
+
+        # The provenance travels in the PNG's text chunks too, as it does in the GLB and STEP.
+        text = {"Software": provenance.creator_tool, "genservice:provenance": provenance.id}
+        return png_bytes(render(parts), text)
+
     return {
         "glb": lambda: glb_bytes(parts, name, provenance, options.glb_compression),
         "step": step,
@@ -171,6 +210,7 @@ def _writers(
         "ply": lambda: splats("ply"),
         "spz": lambda: splats("spz"),
         "splat-glb": lambda: splats("splat-glb"),
+        "png": preview,
     }
 
 

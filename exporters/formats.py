@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-FORMATS = ("glb", "step", "stl", "3mf", "ply", "spz", "splat-glb")
+FORMATS = ("glb", "step", "stl", "3mf", "ply", "spz", "splat-glb", "png")
 SUFFIXES = {
     "glb": ".glb",
     "step": ".step",
@@ -11,6 +11,7 @@ SUFFIXES = {
     "ply": ".ply",
     "spz": ".spz",
     "splat-glb": ".splat.glb",
+    "png": ".png",  # the preview: the multi-view rig of exporters/render.py
 }
 MEDIA_TYPES = {
     "glb": "model/gltf-binary",
@@ -20,6 +21,7 @@ MEDIA_TYPES = {
     "ply": "application/ply",
     "spz": "application/octet-stream",
     "splat-glb": "model/gltf-binary",
+    "png": "image/png",
     "manifest": "application/json",
 }
 GLB_COMPRESSIONS = ("none", "quantize", "draco")

@@ -21,6 +21,7 @@ from genservice.cli_corpus import add_corpus_commands, corpus_command
 from genservice.cli_eval import add_eval_command, eval_command
 from genservice.cli_export import add_export_commands, export_command, provenance_command
 from genservice.cli_generate import add_generate_command, generate_command
+from genservice.cli_render import add_render_command, render_command
 from genservice.cli_service import (
     add_service_commands,
     api_command,
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--workers", type=int, help="parallel sandbox workers")
     tasks.add_argument("--json", action="store_true", help="one JSON line per task")
     add_export_commands(sub)
+    add_render_command(sub)
     add_corpus_commands(sub)
     add_generate_command(sub)
     add_eval_command(sub)
@@ -121,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
             return audit_command(args)
         if args.command == "export":
             return export_command(args)
+        if args.command == "render":
+            return render_command(args)
         if args.command == "provenance":
             return provenance_command(args)
         if args.command == "corpus":

@@ -23,7 +23,7 @@ from genservice.cli_common import UsageError, open_pool, sandbox_limits
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
 
 EXIT_OK, EXIT_FAILED = 0, 1
-DEFAULT_FORMATS = "glb,step,stl"
+DEFAULT_FORMATS = "glb,step,stl,png"
 
 
 def add_generate_command(sub: Any) -> None:
@@ -333,7 +333,7 @@ def _write(
             pool,
             stem="best",
             record=record,
-            options=ExportOptions(formats=formats),
+            options=ExportOptions(formats=formats, preview_name="preview.png"),
             limits=limits,
             domain=request.domain,
             spec=request.spec,

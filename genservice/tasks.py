@@ -31,7 +31,7 @@ from genservice.store.db import Database
 from genservice.store.models import Asset, Job, Session, Version, new_id, now
 
 log = logging.getLogger("genservice.worker")
-DEFAULT_FORMATS = ("glb", "step", "stl")
+DEFAULT_FORMATS = ("glb", "step", "stl", "png")
 HARD_LIMIT_EXIT = 70
 
 
@@ -338,6 +338,7 @@ def _sample_repairs(
 
 def stage_validate(ctx: StageContext) -> None:
     """Validate every candidate on the sandbox pool, rank them, and decide what comes next."""
+    from genservice.generation.engine import round_order
     from genservice.generation.rerank import rerank
 
     rt, job = ctx.runtime, ctx.job
@@ -373,8 +374,9 @@ def stage_validate(ctx: StageContext) -> None:
         }
         for s in ranked
     ]
-    # Each round is ranked; all rounds together: valid first, then reward, earlier rounds first.
-    scored = sorted([*earlier, *fresh], key=lambda c: (not c["valid"], -c["reward"]))
+    # Each round is ranked; all rounds together as the engine merges them (earlier rounds first
+    # on ties: the sort is stable).
+    scored = sorted([*earlier, *fresh], key=lambda c: round_order(c["valid"], c["reward"]))
     validate_s = round(time.perf_counter() - started, 4)
     best = scored[0]
     # What the `request` check asked, kept with the job: its export, an export of more formats

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
 
 Domain = Literal["cad", "scene", "code"]
-ExportFormat = Literal["glb", "step", "stl", "3mf", "ply", "spz", "splat-glb"]
+ExportFormat = Literal["glb", "step", "stl", "3mf", "ply", "spz", "splat-glb", "png"]
 JobStatus = Literal[
     "queued", "generating", "validating", "exporting", "done", "failed", "cancelled"
 ]

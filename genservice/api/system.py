@@ -18,7 +18,7 @@ from genservice.store import jobs
 from genservice.store.models import TERMINAL_STATES, Asset, Job, Version
 
 router = APIRouter()
-FORMAT_CHOICES = ("glb", "step", "stl", "3mf", "ply", "spz", "splat-glb", "manifest")
+FORMAT_CHOICES = ("glb", "step", "stl", "3mf", "ply", "spz", "splat-glb", "png", "manifest")
 
 
 async def wait_for(service: ServiceState, job_id: str) -> Job:

@@ -296,10 +296,15 @@ def wants_repair(rounds: int, domain: str, best_valid: bool, rounds_done: int) -
     return not best_valid and rounds_done < rounds and domain in REPAIR_DOMAINS
 
 
+def round_order(valid: bool, reward: float) -> tuple[bool, float]:
+    """The sort key that ranks candidates of several rounds: valid ones first, then by reward."""
+    return (not valid, -reward)
+
+
 def merge_ranked(earlier: list[Candidate], later: list[Candidate]) -> list[Candidate]:
     """Candidates of all rounds, best first: valid ones, then by reward; ties keep the earlier
     round's place (each round is already ranked)."""
-    return sorted([*earlier, *later], key=lambda c: (not c.valid, -c.reward))
+    return sorted([*earlier, *later], key=lambda c: round_order(c.valid, c.reward))
 
 
 Program = tuple[str, Report]

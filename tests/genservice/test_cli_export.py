@@ -18,7 +18,7 @@ from exporters.samples import FOLDER
 from exporters.splat import read_ply, read_splat_glb, read_spz
 from exporters.splat_render import silhouette_iou
 
-ALL_FORMATS = "glb,step,stl,3mf,ply,spz,splat-glb"
+ALL_FORMATS = "glb,step,stl,3mf,ply,spz,splat-glb,png"
 
 
 def _genservice(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -162,6 +162,35 @@ def test_valid_best_is_exported_with_provenance(capsys, monkeypatch, model_dir, 
     assert {entry["name"] for entry in manifest["files"]} == {"best.glb", "best.stl"}
 
 
+def test_the_default_export_writes_a_preview_picture(
+    capsys, monkeypatch, model_dir, tmp_path, pool
+):
+    """`generate -o DIR` writes preview.png (the four-view rig), listed in the manifest."""
+    import io
+
+    from PIL import Image
+
+    import genservice.cli_generate
+    from genservice.generation import engine
+    from genservice.generation.sampler import Completion
+
+    monkeypatch.setattr(genservice.cli_generate, "open_pool", lambda *args: _Borrowed(pool))
+    monkeypatch.setattr(
+        engine, "sample", lambda loaded, messages, n, *rest: [Completion(BOX, (), 0.0, "stop")] * n
+    )
+    code, out, err = _run(
+        capsys, "a 20 x 10 x 5 box", "--model", str(model_dir), "--n", "1", "--json",
+        "-o", str(tmp_path), "--device", "cpu", "--repair", "0",
+    )  # fmt: skip
+    assert code == 0, err
+    files = {f["format"]: Path(f["path"]) for f in json.loads(out)["files"]}
+    assert files["png"] == tmp_path / "preview.png"
+    picture = Image.open(io.BytesIO(files["png"].read_bytes()))
+    assert picture.format == "PNG" and picture.size == (450, 450)
+    manifest = json.loads(files["manifest"].read_text())
+    assert "preview.png" in {entry["name"] for entry in manifest["files"]}
+
+
 def test_generate_help_loads_neither_torch_nor_transformers():
     probe = (
         "import contextlib, io, json, sys\n"

@@ -205,6 +205,11 @@ def test_a_newcomer_goes_from_a_sentence_to_a_step_file_and_back(
     assert history.count() == 3
     current = p.locator("section[aria-label='History'] [aria-current='true']")
     assert current.get_attribute("data-version-id") == third
+    # Each version shows its preview picture (the service's PNG, fetched with the key).
+    p.wait_for_function(
+        "[...document.querySelectorAll(\"section[aria-label='History'] img.thumb\")]"
+        ".filter((img) => img.complete && img.naturalWidth > 0).length === 3"
+    )
     _shot(p, "4-refined")
     p.get_by_role("button", name="Undo").click()
     assert _wait_rendered(p, not_version=third) == second

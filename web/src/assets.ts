@@ -33,6 +33,22 @@ export function assetBytes(api: Api, version: Version, format: AssetFormat): Pro
   return bytes;
 }
 
+const previews = new Map<string, Promise<string>>();
+
+/** An object URL of a version's preview picture (its `png` asset), or null when it has none. */
+export function previewUrl(api: Api, version: Version): Promise<string> | null {
+  if (!version.assets.some((a) => a.format === "png")) return null;
+  let url = previews.get(version.id);
+  if (!url) {
+    url = assetBytes(api, version, "png").then((bytes) =>
+      URL.createObjectURL(new Blob([bytes], { type: "image/png" })),
+    );
+    previews.set(version.id, url);
+    url.catch(() => previews.delete(version.id));
+  }
+  return url;
+}
+
 /** Download a version's file through the browser, named `<version id>.<ext>`. */
 export async function download(api: Api, version: Version, format: AssetFormat): Promise<string> {
   const id = assetIdFor(version, format);

@@ -78,15 +78,23 @@ def test_a_done_generation_has_its_program_report_candidates_and_files(
     assert rewards[0] == max(rewards) and all(0 <= r <= 1 for r in rewards)
     assert generated["version_id"] == result["version_id"]
     formats = {a["format"]: a for a in result["assets"]}
-    assert {"glb", "step", "stl", "manifest"} <= set(formats)
+    assert {"glb", "step", "stl", "png", "manifest"} <= set(formats)
     with service.client() as client:
         files = {}
-        for fmt in ("glb", "step", "manifest"):
+        for fmt in ("glb", "step", "png", "manifest"):
             path, response = _download(client, formats[fmt]["url"], tmp_path, f"model.{fmt}")
             assert hashlib.sha256(path.read_bytes()).hexdigest() == formats[fmt]["sha256"]
             assert response.headers["x-content-sha256"] == formats[fmt]["sha256"]
             files[fmt] = path
     assert client_content_type(formats, "glb") == "model/gltf-binary"
+    # The preview: the four-view rig as a PNG, listed in the manifest like every other file.
+    from PIL import Image
+
+    assert client_content_type(formats, "png") == "image/png"
+    with Image.open(files["png"]) as preview:
+        assert preview.format == "PNG" and preview.size == (450, 450)
+    listed = {f["format"] for f in json.loads(files["manifest"].read_text())["files"]}
+    assert "png" in listed
     from exporters.gltf_validator import validate_files
     from exporters.provenance import verify
 

@@ -56,7 +56,7 @@ function unwrap<T>(outcome: Outcome<T>): T {
   return outcome.data;
 }
 
-export type AssetFormat = "glb" | "step" | "stl" | "3mf" | "ply" | "spz" | "splat-glb" | "manifest";
+export type AssetFormat = "glb" | "step" | "stl" | "3mf" | "ply" | "spz" | "splat-glb" | "png" | "manifest";
 
 export class Api {
   private readonly client;

@@ -31,6 +31,7 @@ export const FORMAT_EXT: Record<string, string> = {
   ply: "ply",
   spz: "spz",
   "splat-glb": "splat.glb",
+  png: "png",
   manifest: "manifest.json",
 };
 

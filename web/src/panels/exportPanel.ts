@@ -14,6 +14,7 @@ const FORMATS: Array<[AssetFormat, string]> = [
   ["3mf", "3MF"],
   ["ply", "PLY"],
   ["spz", "SPZ"],
+  ["png", "PNG preview"],
   ["manifest", "manifest"],
 ];
 

@@ -4,6 +4,7 @@
  * drawn translucent over the current one.
  */
 import { versionReport, type Session, type Version } from "../api/types";
+import { previewUrl } from "../assets";
 import type { Editor } from "../editor";
 import { diffStats, lineDiff } from "../lib/diff";
 import { clear, h } from "../lib/dom";
@@ -72,6 +73,13 @@ export class HistoryPanel {
     });
     box.addEventListener("change", () => this.pick(version.id, box.checked));
     const what = version.source === "manual" ? version.prompt || "edited" : version.prompt || version.source;
+    const thumb = h("img", { className: "thumb", alt: `v${version.number} preview`, hidden: true });
+    previewUrl(this.editor.api, version)
+      ?.then((url) => {
+        thumb.src = url;
+        thumb.hidden = false;
+      })
+      .catch(() => thumb.remove());
     return h(
       "li",
       {
@@ -80,6 +88,7 @@ export class HistoryPanel {
         className: `row${version.valid ? "" : " invalid"}`,
         style: `--depth: ${depth}`,
       },
+      thumb,
       open,
       h("span", { className: "what" }, `${version.source} · ${what}`),
       mark(version),
