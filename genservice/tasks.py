@@ -26,12 +26,13 @@ from genservice.api.views import asset_out
 from genservice.celery import TASK_NAMES, dispatch
 from genservice.config import Settings, load_settings
 from genservice.store import jobs
-from genservice.store.assets import LocalAssetStore
+from genservice.store.assets import LocalAssetStore, candidate_preview_key
 from genservice.store.db import Database
 from genservice.store.models import Asset, Job, Session, Version, new_id, now
 
 log = logging.getLogger("genservice.worker")
 DEFAULT_FORMATS = ("glb", "step", "stl", "png")
+CANDIDATE_PREVIEW_PX = 192  # each generated candidate's iso picture, for the editor's gallery
 HARD_LIMIT_EXIT = 70
 
 
@@ -336,6 +337,19 @@ def _sample_repairs(
 # -- validate ----------------------------------------------------------------------------------
 
 
+def store_candidate_preview(rt: Runtime, job_id: str, index: int, data: bytes) -> str:
+    """Put a candidate's picture in the asset store; the API path that serves it."""
+    scratch = rt.settings.data_path / "tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    temporary = scratch / f"{job_id}-{index}-{uuid.uuid4().hex}.png"
+    temporary.write_bytes(data)
+    try:
+        rt.assets.put(candidate_preview_key(job_id, index), temporary)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return f"/v1/generations/{job_id}/candidates/{index}/preview"
+
+
 def stage_validate(ctx: StageContext) -> None:
     """Validate every candidate on the sandbox pool, rank them, and decide what comes next."""
     from genservice.generation.engine import round_order
@@ -361,10 +375,13 @@ def stage_validate(ctx: StageContext) -> None:
         progress=lambda done, total: ctx.progress(done, total, f"validating {total} programs"),
         asked=asked,
         request=items,
+        preview_size=CANDIDATE_PREVIEW_PX if job.kind == "generation" else None,
     )
-    fresh = [
-        {
-            "index": sampled[s.index].get("index", s.index),
+    fresh = []
+    for s in ranked:
+        index = sampled[s.index].get("index", s.index)
+        entry = {
+            "index": index,
             "round": sampled[s.index].get("round", 0),
             "program": s.program,
             "reward": s.reward,
@@ -372,8 +389,9 @@ def stage_validate(ctx: StageContext) -> None:
             "finish_reason": sampled[s.index].get("finish_reason", ""),
             "report": s.report.to_dict(),
         }
-        for s in ranked
-    ]
+        if s.preview is not None:
+            entry["preview_url"] = store_candidate_preview(rt, job.id, index, s.preview)
+        fresh.append(entry)
     # Each round is ranked; all rounds together as the engine merges them (earlier rounds first
     # on ties: the sort is stable).
     scored = sorted([*earlier, *fresh], key=lambda c: round_order(c["valid"], c["reward"]))
@@ -552,6 +570,7 @@ def outcome(scored: list[dict[str, Any]]) -> dict[str, Any]:
                 "verdict": verdict(c["report"]),
                 "finish_reason": c["finish_reason"],
                 "program": c["program"],
+                **({"preview_url": c["preview_url"]} if c.get("preview_url") else {}),
             }
             for c in scored
         ],

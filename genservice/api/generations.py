@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import ValidationError
 from sqlalchemy import select
 from starlette.requests import ClientDisconnect
@@ -22,6 +22,7 @@ from genservice.api.views import job_out
 from genservice.celery import dispatch
 from genservice.config import Settings
 from genservice.store import jobs
+from genservice.store.assets import candidate_preview_key
 from genservice.store.models import TERMINAL_STATES, ApiKey, Job, Session, Version, new_id, now
 
 router = APIRouter(prefix="/v1/generations", tags=["generations"])
@@ -306,6 +307,21 @@ def list_generations(
 def get_generation(job_id: str, service: State, key: Key) -> JobOut:
     """The job; when done, the chosen program, its Report, all candidates and the assets."""
     return job_out(owned_job(service, key, job_id))
+
+
+@router.get(
+    "/{job_id}/candidates/{index}/preview",
+    summary="A candidate's picture (iso view, PNG), drawn when it was validated",
+    response_class=FileResponse,
+    responses={200: {"content": {"image/png": {}}}},
+)
+def candidate_preview(job_id: str, index: int, service: State, key: Key) -> FileResponse:
+    """The picture; 404 when the candidate built no geometry (or the job has no such one)."""
+    owned_job(service, key, job_id)
+    path = service.assets.local_path(candidate_preview_key(job_id, index))
+    if index < 0 or path is None or not path.is_file():
+        raise HTTPException(404, f"generation {job_id} has no picture of candidate {index}")
+    return FileResponse(path, media_type="image/png", headers={"Cache-Control": "private"})
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut, summary="Cancel a job that has not ended")

@@ -35,6 +35,7 @@ class Scored:
     report: Report
     reward: float
     index: int
+    preview: bytes | None = None  # a small PNG of the part (CAD and scenes, when asked for)
 
     @property
     def valid(self) -> bool:
@@ -55,6 +56,7 @@ def rerank(
     progress: Callable[[int, int], None] | None = None,
     asked: tuple[str, str | None] | None = None,
     request: list[dict[str, Any]] | None = None,
+    preview_size: int | None = None,
 ) -> list[Scored]:
     """Validate all candidates in parallel; best first: valid ones, then by reward, then order.
 
@@ -70,6 +72,8 @@ def rerank(
     one that changes the fewest lines of the previous program (see `changed_lines`).
     `request`: items to check instead of those `asked` gives (a manual edit is judged against
     the request its session stands on, see tasks.standing_request).
+    `preview_size`: also draw each CAD or scene candidate that built geometry, one iso view of
+    that many pixels (`Scored.preview`), from the same tessellation the checks measured.
     """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
@@ -78,16 +82,17 @@ def rerank(
     if domain != "code" and (tests is not None or entry_point):
         raise ValueError("tests and entry_point apply to the code domain only")
 
-    def validate(program: str) -> Report:
+    def validate(program: str) -> tuple[Report, bytes | None]:
         if domain == "code":
             from validators.code.validate import validate_code
 
-            return validate_code(
+            code = validate_code(
                 program, pool, tests=str(tests), entry_point=str(entry_point), limits=limits
             )
-        from validators.cad.validate import validate_cad
+            return code, None
+        from validators.cad.validate import run_cad
 
-        return validate_cad(
+        run = run_cad(
             program,
             pool,
             spec=spec,
@@ -96,22 +101,26 @@ def rerank(
             domain=domain,
             request=request,
         )
+        drawn = preview(run.payload, preview_size) if preview_size and run.payload else None
+        return run.report, drawn
 
     if request is None:
         request = request_items(asked, domain)
 
     unique = list(dict.fromkeys(candidates))
     reports: dict[str, Report] = {}
+    previews: dict[str, bytes | None] = {}
     if unique:
         threads = max(1, min(len(unique), workers or getattr(pool, "size", 1) or 1))
         with ThreadPoolExecutor(max_workers=threads) as executor:
             futures = {executor.submit(validate, program): program for program in unique}
             for done, future in enumerate(as_completed(futures), start=1):
-                reports[futures[future]] = future.result()
+                program = futures[future]
+                reports[program], previews[program] = future.result()
                 if progress is not None:
                     progress(done, len(unique))
     scored = [
-        Scored(program, reports[program], reports[program].reward, index)
+        Scored(program, reports[program], reports[program].reward, index, previews[program])
         for index, program in enumerate(candidates)
     ]
     agree: dict[str, tuple[int, int, int]] = {}
@@ -124,6 +133,17 @@ def rerank(
         scored,
         key=lambda s: (not s.valid, -s.reward, *agree.get(s.program, (0, 0, 0)), s.index),
     )
+
+
+def preview(payload: dict[str, Any], size: int) -> bytes | None:
+    """A PNG of a sandbox payload's parts from the iso view; None when it cannot be drawn."""
+    from exporters.parts import PartsError, parts_from_payload
+    from exporters.render import RenderError, png_bytes, render
+
+    try:
+        return png_bytes(render(parts_from_payload(payload), ["iso"], size))
+    except (PartsError, RenderError):
+        return None
 
 
 def request_items(asked: tuple[str, str | None] | None, domain: str) -> list[dict[str, Any]] | None:

@@ -12,6 +12,11 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 
+def candidate_preview_key(job_id: str, index: int) -> str:
+    """Where a generation's picture of its candidate `index` lives in the asset store."""
+    return f"{job_id}/candidate-{index}.png"
+
+
 class AssetStore(Protocol):
     """Where exported files live, addressed by a relative key such as ver_x/model.glb."""
 

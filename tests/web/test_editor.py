@@ -155,6 +155,11 @@ def test_a_newcomer_goes_from_a_sentence_to_a_step_file_and_back(
     status = _wait_job(p)
     assert status.endswith("done"), status
     first = _wait_rendered(p)
+    # The gallery shows each candidate's picture beside its reward.
+    p.wait_for_function(
+        "[...document.querySelectorAll(\"ol[aria-label='Candidates'] img.shot\")]"
+        ".some((img) => img.complete && img.naturalWidth > 0)"
+    )
     _shot(p, "1-generated")
     before = _pixels(p)
     assert _drawn_share(before) > 0.005, "the model is drawn on the canvas"

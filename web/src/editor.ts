@@ -89,6 +89,11 @@ export class Editor extends Emitter<EditorEvents> {
   /** The generation whose candidates the gallery shows (an opened one is judged against its request). */
   private galleryJob: string | null = null;
 
+  /** The generation whose candidates the gallery shows (null before the first). */
+  get candidatesJob(): string | null {
+    return this.galleryJob;
+  }
+
   constructor(readonly api: Api) {
     super();
   }

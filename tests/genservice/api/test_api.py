@@ -95,6 +95,16 @@ def test_a_done_generation_has_its_program_report_candidates_and_files(
         assert preview.format == "PNG" and preview.size == (450, 450)
     listed = {f["format"] for f in json.loads(files["manifest"].read_text())["files"]}
     assert "png" in listed
+    # Every candidate that built geometry has its own picture, for the editor's gallery.
+    drawn = [c for c in result["candidates"] if c.get("preview_url")]
+    assert drawn
+    assert all(c["preview_url"] for c in result["candidates"] if c["valid"])
+    with service.client() as client:
+        shot = client.get(drawn[0]["preview_url"])
+        assert shot.status_code == 200 and shot.headers["content-type"] == "image/png"
+        assert Image.open(io.BytesIO(shot.content)).size == (192, 192)
+        missing = client.get(f"/v1/generations/{generated['id']}/candidates/99/preview")
+        assert missing.status_code == 404 and "no picture" in missing.json()["detail"]
     from exporters.gltf_validator import validate_files
     from exporters.provenance import verify
 

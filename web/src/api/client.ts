@@ -129,6 +129,15 @@ export class Api {
     );
   }
 
+  /** A generation's picture of one of its candidates (PNG). */
+  async candidatePreview(jobId: string, index: number): Promise<Blob> {
+    const outcome = await this.client.GET("/v1/generations/{job_id}/candidates/{index}/preview", {
+      params: { path: { job_id: jobId, index } },
+      parseAs: "blob",
+    });
+    return unwrap(outcome as Outcome<Blob>);
+  }
+
   /** A version's file in `format` (any of its asset ids will do; other formats are made on demand). */
   async asset(assetId: string, format: AssetFormat): Promise<Blob> {
     const outcome = await this.client.GET("/v1/assets/{asset_id}", {

@@ -47,6 +47,8 @@ export interface Candidate {
   program: string;
   /** 0: the first sampling; r: written in repair round r. */
   round?: number;
+  /** Where its picture is (CAD and scenes that built geometry). */
+  preview_url?: string;
 }
 
 /** One repair round: the failing candidate fed back with its error, and what came of it. */

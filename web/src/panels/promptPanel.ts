@@ -35,6 +35,7 @@ export class PromptPanel {
   private readonly progress = h("progress", { "aria-label": "Job progress", max: 1, value: 0 });
   private readonly status = h("div", { id: "job-status", role: "status", "aria-live": "polite" });
   private readonly gallery = h("ol", { "aria-label": "Candidates", className: "gallery" });
+  private readonly pictures: string[] = []; // object URLs of the gallery's pictures
   private readonly repairs = h("ul", { "aria-label": "Repair rounds", className: "repairs" });
 
   constructor(private readonly editor: Editor) {
@@ -135,6 +136,8 @@ export class PromptPanel {
 
   private showCandidates(candidates: Candidate[]): void {
     clear(this.gallery);
+    for (const url of this.pictures.splice(0)) URL.revokeObjectURL(url);
+    const jobId = this.editor.candidatesJob;
     for (const candidate of candidates) {
       const open = h("button", { type: "button", title: "Put this program in the code panel and render it" }, "Open");
       open.addEventListener("click", () => void this.editor.openProgram(candidate.program));
@@ -148,9 +151,26 @@ export class PromptPanel {
           candidate.round ? h("span", { className: "round", title: "written in this repair round" }, `repair ${candidate.round}`) : null,
           h("span", { className: candidate.valid ? "ok" : "bad" }, candidate.verdict ?? (candidate.valid ? "valid" : "invalid")),
           open,
+          this.picture(jobId, candidate),
           h("pre", { className: "preview" }, preview),
         ),
       );
     }
+  }
+
+  /** The candidate's picture (fetched with the key), or nothing when it has none. */
+  private picture(jobId: string | null, candidate: Candidate): HTMLElement | null {
+    if (!jobId || !candidate.preview_url) return null;
+    const img = h("img", { className: "shot", alt: `candidate #${candidate.index}`, hidden: true });
+    this.editor.api
+      .candidatePreview(jobId, candidate.index)
+      .then((blob) => {
+        const url = URL.createObjectURL(blob);
+        this.pictures.push(url);
+        img.src = url;
+        img.hidden = false;
+      })
+      .catch(() => img.remove());
+    return img;
   }
 }
