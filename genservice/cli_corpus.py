@@ -86,6 +86,31 @@ def add_corpus_commands(sub: Any) -> None:
     build.add_argument("--timeout", type=float, help="sandbox seconds per program")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     build.add_argument("--json", action="store_true", help="print the summary as JSON")
+    images = actions.add_parser(
+        "images",
+        help="add image tasks: references drawn as a person would photograph or screenshot them",
+        description="Read a task JSONL and write it again with image tasks after the CAD and "
+        "scene rows they were drawn from: each reference runs in the sandbox once and is drawn "
+        "(one random view, sometimes the four-view rig; shaded, sketch, silhouette, normals or "
+        "depth; varied colours, light and size) into IMAGES/ beside the output, paired with a "
+        "short request with or without sizes. Pictures are cached by content; the same seed "
+        "gives the same rows and bytes.",
+    )
+    images.add_argument("source", type=Path, metavar="TASKS.jsonl")
+    images.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    images.add_argument(
+        "--share", type=float, default=0.5, help="share of CAD/scene rows drawn (default 0.5)"
+    )
+    images.add_argument("--per-task", type=int, default=1, help="pictures per drawn row")
+    images.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    images.add_argument("--split", action="append", choices=SPLIT_CHOICES, help="keep only these")
+    images.add_argument(
+        "--images-only", action="store_true", help="write only the image tasks (eval sets)"
+    )
+    images.add_argument("--workers", type=int, help="sandbox workers")
+    images.add_argument("--timeout", type=float, help="sandbox seconds per program")
+    images.add_argument("--quiet", action="store_true", help="no progress bar")
+    images.add_argument("--json", action="store_true", help="print the summary as JSON")
     families = actions.add_parser("families", help="list the task families")
     families.add_argument("--domains", help="comma-separated: cad,scene,code (default: all)")
     families.add_argument("--json", action="store_true")
@@ -95,7 +120,68 @@ def corpus_command(args: argparse.Namespace) -> int:
     """Run `genservice corpus ACTION`."""
     if args.action == "families":
         return _families(args)
+    if args.action == "images":
+        return _images(args)
     return _build(args)
+
+
+def _images(args: argparse.Namespace) -> int:
+    """`genservice corpus images`: the source rows again, with image tasks after them."""
+    from genservice.cli_common import open_pool, sandbox_limits
+    from training.corpus.images import write_image_corpus
+
+    if not args.source.is_file():
+        raise UsageError(f"{args.source} is not a file")
+    if not 0.0 <= args.share <= 1.0:
+        raise UsageError(f"--share is a share between 0 and 1, got {args.share}")
+    if args.per_task < 1:
+        raise UsageError(f"--per-task must be at least 1, got {args.per_task}")
+    _check_output(args.output)
+    if args.output.resolve() == args.source.resolve():
+        raise UsageError("write the image corpus to a new file, not over its source")
+    limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
+    try:
+        with open_pool(workers, limits, isolation, "cad") as pool:
+            summary = write_image_corpus(
+                args.source,
+                args.output,
+                args.seed,
+                args.per_task,
+                args.share,
+                pool,
+                workers,
+                limits,
+                splits=args.split,
+                images_only=args.images_only,
+                progress=not args.quiet and not args.json,
+            )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc}") from exc
+    stats = summary.stats
+    found = {
+        "path": str(summary.path),
+        "rows": summary.rows,
+        "image_rows": summary.image_rows,
+        "styles": dict(stats.written),
+        "words": dict(stats.words),
+        "cached": stats.cached,
+        "failed": stats.failed,
+        "failures": stats.failures[:20],
+    }
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0
+    styles = ", ".join(f"{k} {v}" for k, v in sorted(stats.written.items())) or "none"
+    words = ", ".join(f"{k} {v}" for k, v in sorted(stats.words.items())) or "none"
+    print(f"wrote {summary.rows} rows to {summary.path}: {summary.image_rows} image tasks")
+    print(f"styles: {styles}; sizes in the words: {words}; pictures cached: {stats.cached}")
+    if stats.failed:
+        print(f"references that built no geometry (no picture): {stats.failed}")
+        for failure in stats.failures[:5]:
+            print(f"  {failure}")
+    return 0
 
 
 def _split_list(value: str | None) -> list[str] | None:

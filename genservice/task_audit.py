@@ -115,9 +115,39 @@ def trivial_programs(task: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def image_problems(task: dict[str, Any], base: Path) -> list[str]:
+    """What is wrong with an image task's pictures (paths relative to the task file)."""
+    images = task.get("images")
+    if images is None:
+        return []
+    if not isinstance(images, list) or not images or not all(isinstance(i, str) for i in images):
+        return ["images must be a non-empty list of picture paths"]
+    from PIL import Image, UnidentifiedImageError
+
+    problems = []
+    for name in images:
+        path = base / name
+        if not path.is_file():
+            problems.append(f"picture {name} is missing")
+            continue
+        try:
+            with Image.open(path) as picture:
+                picture.verify()
+            with Image.open(path) as picture:
+                width, height = picture.size
+        except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+            problems.append(f"picture {name} does not decode: {exc}")
+            continue
+        if min(width, height) < 16 or max(width, height) > 4096:
+            problems.append(f"picture {name} is {width}x{height}: too small or too large to read")
+    return problems
+
+
 def audit_task(task: dict[str, Any], line: int, base: Path, pool: Any, limits: Any) -> Verdict:
-    """Check one well-formed task: its reference passes, every trivial program fails."""
+    """Check one well-formed task: its pictures decode, its reference passes, every trivial
+    program fails."""
     verdict = Verdict(str(task["id"]), line)
+    verdict.reasons.extend(image_problems(task, base))
     try:
         judge = task_judge(task, base, pool, limits)
     except ValueError as exc:
