@@ -25,7 +25,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,7 @@ class Example:
     domain: str
     with_example: bool = False  # the prompt carries a retrieved solved example
     whole: bool = True  # the whole program (False: cut after its parameter block)
+    images: list[str] = field(default_factory=list)  # picture paths of an image task
 
 
 @dataclass
@@ -87,6 +88,9 @@ def load_tasks(path: str | Path, splits: list[str], domains: list[str] | None) -
                 continue  # nothing to imitate
             if row["domain"] not in DOMAINS:
                 raise SetupError(f"{path}:{number}: unknown domain {row['domain']!r}")
+            if row.get("images"):  # picture paths are relative to the task file
+                folder = Path(path).parent
+                row["images"] = [str(folder / name) for name in row["images"]]
             rows.append(row)
     return rows
 
@@ -101,6 +105,8 @@ def task_messages(row: dict, loaded: Any | None = None) -> list[dict[str, Any]]:
     """
     if row.get("repair"):
         return repair_messages_of(row)
+    if row.get("images"):  # a picture carries no retrieved example, when serving either
+        return build_messages(row["domain"], row["prompt"], images=len(row["images"]))
     if loaded is None:
         return build_messages(
             row["domain"], row["prompt"], row.get("previous_program"), row.get("instruction")
@@ -137,16 +143,29 @@ def encode_task(
     fmt: ReplyFormat,
     messages: list[dict[str, Any]] | None = None,
     cut_at: int | None = None,
+    slots: tuple[int, int] | None = None,
 ) -> Example:
     """Tokenise a task as prompt + reply + end of turn, with labels only on reply and end.
 
     `messages` replaces the task's plain prompt (a retrieval model's prompt, say). `cut_at`
     keeps only the reply's first characters, with no end of turn (the reply goes on).
+    `slots` = (image token, positions per picture) of a vision-language model: an image
+    task's prompt holds that many image tokens per picture, as the processor lays them out.
     """
+    images = list(row.get("images") or [])
+    if images and slots is None:
+        raise SetupError(
+            f"task {row.get('id', '?')} has pictures but the model reads text only: set "
+            "model.vision in the config to train a vision-language model"
+        )
     prompt = tokenizer.apply_chat_template(
         messages or task_messages(row), tokenize=False, add_generation_prompt=True
     )
     prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
+    if images and slots is not None:
+        from training.vlm import expand_image_tokens
+
+        prompt_ids = expand_image_tokens(prompt_ids, *slots)
     reply = row["reference"] if cut_at is None else row["reference"][:cut_at]
     reply_ids = tokenizer.encode(fmt.before + reply, add_special_tokens=False)
     if cut_at is None:
@@ -155,6 +174,7 @@ def encode_task(
         input_ids=prompt_ids + reply_ids,
         labels=[IGNORE_INDEX] * len(prompt_ids) + reply_ids,
         domain=row["domain"],
+        images=images,
     )
 
 
@@ -267,8 +287,11 @@ def lr_at(step: int, total: int, config: SFTConfig, time_used: float = 0.0) -> f
     return train.lr * (train.min_lr_ratio + (1 - train.min_lr_ratio) * decay)
 
 
-def collate(examples: list[Example], pad_id: int) -> dict[str, torch.Tensor]:
-    """Right-padded input_ids, attention_mask and labels of a batch."""
+def collate(
+    examples: list[Example], pad_id: int, processor: Any | None = None
+) -> dict[str, torch.Tensor]:
+    """Right-padded input_ids, attention_mask and labels of a batch (and the pictures'
+    pixel_values, in order, when its image tasks have any)."""
     import torch
 
     width = max(len(e.input_ids) for e in examples)
@@ -280,7 +303,13 @@ def collate(examples: list[Example], pad_id: int) -> dict[str, torch.Tensor]:
         ids[row, :n] = torch.tensor(example.input_ids)
         labels[row, :n] = torch.tensor(example.labels)
         mask[row, :n] = 1
-    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+    batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+    pictures = [path for example in examples for path in example.images]
+    if pictures and processor is not None:
+        from training.vlm import pixel_values
+
+        batch["pixel_values"] = pixel_values(processor, pictures)
+    return batch
 
 
 def loss_sum(model: Any, batch: dict[str, torch.Tensor], bf16: bool) -> torch.Tensor:
@@ -294,6 +323,8 @@ def loss_sum(model: Any, batch: dict[str, torch.Tensor], bf16: bool) -> torch.Te
     first = int(labelled[0]) if len(labelled) else width - 1
     keep = max(2, width - first + 1)  # positions first-1 .. width-1 predict first .. width
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    if "pixel_values" in batch:
+        inputs["pixel_values"] = batch["pixel_values"]
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         try:
             logits = model(**inputs, use_cache=False, logits_to_keep=keep).logits
@@ -309,7 +340,12 @@ def loss_sum(model: Any, batch: dict[str, torch.Tensor], bf16: bool) -> torch.Te
 
 
 def evaluate(
-    model: Any, examples: list[Example], batch_size: int, pad_id: int, bf16: bool
+    model: Any,
+    examples: list[Example],
+    batch_size: int,
+    pad_id: int,
+    bf16: bool,
+    processor: Any | None = None,
 ) -> float | None:
     """Mean loss per reply token over examples (None without any)."""
     import torch
@@ -323,7 +359,8 @@ def evaluate(
     model.eval()
     with torch.no_grad():
         for start in range(0, len(order), batch_size):
-            batch = collate([examples[i] for i in order[start : start + batch_size]], pad_id)
+            chosen = [examples[i] for i in order[start : start + batch_size]]
+            batch = collate(chosen, pad_id, processor)
             total += float(loss_sum(model, batch, bf16))
             tokens += int((batch["labels"][:, 1:] != IGNORE_INDEX).sum())
     model.train(was_training)
@@ -393,7 +430,10 @@ def _train_sft(
     val_rows = val_rows[: config.data.max_val_examples]
 
     base_summary = _base_summary(config)
-    tokenizer, model = _tokenizer_and_model(config, train_rows, checkpoint)
+    tokenizer, model, processor = _tokenizer_and_model(config, train_rows, checkpoint)
+    from training.vlm import image_slots
+
+    slots = image_slots(model)
     pad_id = tokenizer.pad_token_id
     if pad_id is None:
         pad_id = tokenizer.eos_token_id
@@ -409,13 +449,15 @@ def _train_sft(
     share = config.data.whole_program_share
     cuts = cut_rows(train_rows, share, train_cfg.seed) if share < 1 else None
     train, dropped = _encode_all(
-        tokenizer, train_rows, fmt, train_cfg.max_seq_len, solved_index, plain_share, cuts
+        tokenizer, train_rows, fmt, train_cfg.max_seq_len, solved_index, plain_share, cuts, slots
     )
     if not train:
         raise SetupError(
             f"every training example is longer than training.max_seq_len={train_cfg.max_seq_len}"
         )
-    val, _ = _encode_all(tokenizer, val_rows, fmt, train_cfg.max_seq_len, solved_index, plain_share)
+    val, _ = _encode_all(
+        tokenizer, val_rows, fmt, train_cfg.max_seq_len, solved_index, plain_share, None, slots
+    )
 
     lengths = [len(e.input_ids) for e in train]
     batches_per_epoch = math.ceil(len(train) / train_cfg.batch_size)
@@ -471,7 +513,7 @@ def _train_sft(
             checkpoints,
             step,
             model,
-            tokenizer,
+            processor or tokenizer,
             solved_index,
             {
                 "step": step,
@@ -511,7 +553,7 @@ def _train_sft(
                 lr_group["lr"] = lr
             step_loss = 0.0
             for examples in micro:
-                batch = collate(examples, pad_id)
+                batch = collate(examples, pad_id, processor)
                 loss = loss_sum(model, batch, train_cfg.bf16) / max(1, label_tokens)
                 loss.backward()
                 step_loss += float(loss.detach())
@@ -558,7 +600,9 @@ def _train_sft(
             if (train_cfg.eval_every and step % train_cfg.eval_every == 0) or (
                 last_step or over_budget or stop_requested.set
             ):
-                val_loss = evaluate(model, val, train_cfg.batch_size, pad_id, train_cfg.bf16)
+                val_loss = evaluate(
+                    model, val, train_cfg.batch_size, pad_id, train_cfg.bf16, processor
+                )
                 if val_loss is not None:
                     _log(metrics_path, {"event": "eval", "step": step, "val_loss": val_loss})
             if over_budget and not last_step:
@@ -579,7 +623,7 @@ def _train_sft(
     if stop_reason == "interrupted":
         print(f"stopped at step {step}; continue with --resume", file=sys.stderr)
         raise KeyboardInterrupt
-    _save_final(model, tokenizer, output, fmt, solved_index)
+    _save_final(model, tokenizer, output, fmt, solved_index, processor)
     summary = {
         "command": command if command is not None else shlex.join(sys.argv),
         "config": config.to_dict(),
@@ -625,6 +669,7 @@ def _encode_all(
     index: ExampleIndex | None = None,
     plain_share: float = 0.0,
     cuts: list[int | None] | None = None,
+    slots: tuple[int, int] | None = None,
 ) -> tuple[list[Example], int]:
     """Examples no longer than max_len, and how many were dropped for being longer.
 
@@ -636,9 +681,9 @@ def _encode_all(
     prompts = _retrieval_prompts(tokenizer, rows, index, plain_share)
     encoded = []
     for row, messages, cut in zip(rows, prompts, cuts or [None] * len(rows), strict=True):
-        example = encode_task(tokenizer, row, fmt, messages, cut)
+        example = encode_task(tokenizer, row, fmt, messages, cut, slots)
         if messages is not None and len(example.input_ids) > max_len:
-            example = encode_task(tokenizer, row, fmt, cut_at=cut)
+            example = encode_task(tokenizer, row, fmt, cut_at=cut, slots=slots)
         else:
             example.with_example = messages is not None
         example.whole = cut is None
@@ -656,6 +701,7 @@ def _retrieval_prompts(
     wanted = [
         row.get("previous_program") is None
         and not row.get("repair")
+        and not row.get("images")
         and _unit_hash(str(row.get("id", i))) >= plain_share
         for i, row in enumerate(rows)
     ]
@@ -757,11 +803,21 @@ def _as_random_state(saved: Any) -> tuple:
 
 def _tokenizer_and_model(
     config: SFTConfig, rows: list[dict], checkpoint: Path | None
-) -> tuple[Any, Any]:
+) -> tuple[Any, Any, Any]:
+    """The tokenizer, the model and (a vision-language model's) processor to train."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from training.vlm import assemble_vlm, is_vlm_dir, load_vlm
+
     source = checkpoint or (Path(config.model.from_dir) if config.model.from_dir else None)
+    if source is not None and is_vlm_dir(source):
+        model, processor = load_vlm(source)
+        return processor.tokenizer, model, processor
+    if source is not None and config.model.vision is not None:
+        # A text model and a vision encoder of this shape: joined here, trained together.
+        model, processor = assemble_vlm(source, config.model.vision, config.training.seed)
+        return processor.tokenizer, model, processor
     if source is not None:
         tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
         _warn_if_resplit(tokenizer, Path(source))
@@ -770,7 +826,7 @@ def _tokenizer_and_model(
         )
         if checkpoint is None:
             _ensure_chat_format(tokenizer, model)
-        return tokenizer, model
+        return tokenizer, model, None
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from training.tokenizer import iter_rows_texts, train_tokenizer
@@ -795,7 +851,7 @@ def _tokenizer_and_model(
         bos_token_id=None,
     )
     scratch = Qwen2ForCausalLM(model_config)
-    return tokenizer, scratch.float()
+    return tokenizer, scratch.float(), None
 
 
 def _warn_if_resplit(tokenizer: Any, folder: Path) -> None:
@@ -832,11 +888,12 @@ def _save_checkpoint(
     folder: Path,
     step: int,
     model: Any,
-    tokenizer: Any,
+    text_files: Any,
     examples: ExampleIndex | None,
     state: dict,
     keep: int,
 ) -> Path:
+    """Save a resumable checkpoint; `text_files`: the tokenizer, or a VLM's processor."""
     import torch
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -844,7 +901,7 @@ def _save_checkpoint(
     partial = folder / f".{final.name}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(str(partial))
-    tokenizer.save_pretrained(str(partial))
+    text_files.save_pretrained(str(partial))
     if examples is not None:  # a checkpoint is a usable model, so it carries the index
         examples.save(partial)
     torch.save(state, partial / STATE_FILE)
@@ -869,7 +926,12 @@ def _base_summary(config: SFTConfig) -> dict[str, Any] | None:
 
 
 def _save_final(
-    model: Any, tokenizer: Any, output: Path, fmt: ReplyFormat, index: ExampleIndex | None
+    model: Any,
+    tokenizer: Any,
+    output: Path,
+    fmt: ReplyFormat,
+    index: ExampleIndex | None,
+    processor: Any | None = None,
 ) -> None:
     from transformers import GenerationConfig
 
@@ -886,7 +948,7 @@ def _save_final(
     model.config.eos_token_id = eos[0]
     model.config.pad_token_id = pad
     model.save_pretrained(str(output))
-    tokenizer.save_pretrained(str(output))
+    (processor or tokenizer).save_pretrained(str(output))  # a processor saves its tokenizer
     # The index belongs to these weights: a model trained without one must not keep an old one.
     shutil.rmtree(output / INDEX_DIR, ignore_errors=True)
     if index is not None:

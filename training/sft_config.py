@@ -140,10 +140,22 @@ class ModelConfig:
 
     init: ModelInit | None = None
     from_dir: str | None = None
+    # A vision encoder of this shape (training/vlm.py VisionSpec) joined to the `from` text
+    # model: the run trains a vision-language model (image tasks with text replay).
+    vision: Any = None
 
     def __post_init__(self) -> None:
         if isinstance(self.init, dict):
             self.init = _build(ModelInit, self.init, "model.init")
+        if isinstance(self.vision, dict):
+            from training.vlm import VisionSpec
+
+            try:
+                self.vision = _build(VisionSpec, self.vision, "model.vision")
+            except TypeError as exc:
+                raise ValueError(f"model.vision: {exc}") from exc
+        if self.vision is not None and self.from_dir is None:
+            raise ValueError("model.vision joins a vision encoder to a `from:` text model")
         if (self.init is None) == (self.from_dir is None):
             raise ValueError(
                 "model needs exactly one of `init:` (architecture and sizes, to train from "

@@ -131,7 +131,7 @@ def load_model(
     if kind == "vlm":
         from transformers import AutoModelForImageTextToText
 
-        processor = _load_processor(folder)
+        processor = load_processor(folder)
         tokenizer = processor.tokenizer
         model = AutoModelForImageTextToText.from_pretrained(
             folder, local_files_only=True, dtype=dtype
@@ -164,7 +164,7 @@ def _accelerator_dtype() -> Any:
     return torch.float16
 
 
-def _load_processor(folder: Path) -> Any:
+def load_processor(folder: Path) -> Any:
     """The VLM's processor with PIL image processing (torchvision is never imported).
 
     transformers builds a Qwen2-VL-style processor only with its video processor, which needs

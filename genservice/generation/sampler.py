@@ -176,6 +176,11 @@ def encode_prompt(
     if not getattr(template_owner, "chat_template", None):
         raise ValueError(f"the model at {loaded.path} has no chat template")
     text = template_owner.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    if getattr(loaded.model.config, "model_type", None) == "llava":
+        from genservice.generation.pictures import square
+
+        # A LLaVA encoder sees a fixed square: pad (as it was trained), never stretch or crop.
+        pictures = [square(picture) for picture in pictures]
     if loaded.kind == "vlm":
         encoded = template_owner(
             text=[text], images=pictures or None, return_tensors="pt", add_special_tokens=False

@@ -1,0 +1,171 @@
+"""The vision-language model: joined to a text model, trained on image tasks, served alike."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import trimesh
+
+from exporters.parts import PartMesh
+from exporters.render import png_bytes, render
+from tests.training.test_sft import micro_config, step_losses, synthetic_rows
+from training.sft import SUMMARY_FILE, SetupError, encode_task, reply_format, train_sft
+from training.sft_config import SFTConfig
+from training.vlm import VisionSpec, assemble_vlm, expand_image_tokens, image_slots
+
+VISION = {
+    "image_size": 32,
+    "patch_size": 16,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_layers": 1,
+    "num_heads": 2,
+}
+
+
+def _picture(folder: Path, name: str, size: tuple[float, float, float]) -> str:
+    mesh = trimesh.creation.box(size)
+    part = PartMesh("p", mesh.vertices.astype(np.float32), mesh.faces.astype(np.int32))
+    (folder / name).write_bytes(png_bytes(render([part], ["iso"], 48)))
+    return name
+
+
+@pytest.fixture(scope="module")
+def image_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Text rows and image rows (pictures beside the file, paths relative to it)."""
+    folder = tmp_path_factory.mktemp("vlm-data")
+    rows = synthetic_rows()
+    pictures = []
+    for row in rows:
+        if row["domain"] == "cad":
+            size = tuple(float(v) for v in row["prompt"].split()[2:5:2])
+            name = _picture(folder, f"{row['id']}.png", (size[0], size[1], 8.0))
+            pictures.append({**row, "id": row["id"] + "-image-0", "prompt": "make this"} | {
+                "images": [name], "image": True,
+            })  # fmt: skip
+    path = folder / "tasks.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, *pictures]))
+    return path
+
+
+@pytest.fixture(scope="module")
+def text_model(image_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("text") / "model"
+    text_only = image_data.parent / "text.jsonl"
+    text_only.write_text(
+        "".join(
+            line + "\n" for line in image_data.read_text().splitlines() if '"images"' not in line
+        )
+    )
+    raw = micro_config(text_only, out, max_steps=5, eval_every=0, save_every=0)
+    train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+    return out
+
+
+def test_a_vlm_keeps_the_text_model_and_its_tokens(text_model: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model, processor = assemble_vlm(text_model, VisionSpec(**VISION))
+    text = AutoModelForCausalLM.from_pretrained(str(text_model), local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(text_model), local_files_only=True)
+    messages = [{"role": "user", "content": "A plate 40 x 20 mm"}]
+
+    def prompt_ids(owner: Any) -> list[int]:
+        text = owner.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return list(owner.encode(text, add_special_tokens=False))
+
+    ids = prompt_ids(tokenizer)
+    assert prompt_ids(processor.tokenizer) == ids
+    batch = torch.tensor([ids])
+    with torch.no_grad():
+        before = text(input_ids=batch).logits
+        after = model(input_ids=batch).logits[..., : before.shape[-1]]
+    # A text request is answered exactly as the text model answered it.
+    assert torch.allclose(before, after, atol=1e-5)
+    assert image_slots(model) == (processor.tokenizer.convert_tokens_to_ids("<image>"), 4)
+
+
+def test_training_lays_out_pictures_as_the_processor_does_when_serving(
+    image_data: Path, text_model: Path
+) -> None:
+    from training.sft import load_tasks
+
+    model, processor = assemble_vlm(text_model, VisionSpec(**VISION))
+    row = next(r for r in load_tasks(image_data, ["train"], None) if r.get("images"))
+    fmt = reply_format(processor.tokenizer)
+    example = encode_task(processor.tokenizer, row, fmt, slots=image_slots(model))
+    from PIL import Image
+
+    from genservice.generation.prompts import build_messages
+
+    text = processor.apply_chat_template(
+        build_messages("cad", "make this", images=1), add_generation_prompt=True, tokenize=False
+    )
+    with Image.open(row["images"][0]) as picture:
+        served = processor(text=[text], images=[picture.convert("RGB")], return_tensors="pt")
+    prompt = served["input_ids"][0].tolist()
+    assert example.input_ids[: len(prompt)] == prompt
+    assert prompt.count(image_slots(model)[0]) == 4
+    assert expand_image_tokens([1, 9, 2], 9, 3) == [1, 9, 9, 9, 2]
+
+
+def test_sft_trains_a_vlm_on_pictures_and_text_and_it_serves(
+    image_data: Path, text_model: Path, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    from genservice.generation.loader import load_model
+    from genservice.generation.sampler import encode_prompt
+
+    raw = micro_config(image_data, tmp_path / "vlm", max_steps=8, eval_every=4, save_every=4)
+    raw["model"] = {"from": str(text_model), "vision": VISION}
+    train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+    out = tmp_path / "vlm"
+    losses = step_losses(out)
+    assert len(losses) == 8 and all(np.isfinite(list(losses.values())))
+    summary = json.loads((out / SUMMARY_FILE).read_text())
+    assert summary["model"]["architecture"] == "LlavaForConditionalGeneration"
+    assert summary["config"]["model"]["vision"]["image_size"] == 32
+    loaded = load_model(out)
+    assert loaded.kind == "vlm" and loaded.accepts_images
+    row = json.loads(next(x for x in image_data.read_text().splitlines() if '"images"' in x))
+    with Image.open(image_data.parent / row["images"][0]) as picture:
+        wide = picture.convert("RGB").resize((80, 40))  # not square: padded, never stretched
+    inputs = encode_prompt(loaded, loaded.messages("cad", "make this", images=1), [wide])
+    assert tuple(inputs["pixel_values"].shape) == (1, 3, 32, 32)
+    tokens = loaded.model.generate(**inputs, max_new_tokens=4, do_sample=False)
+    assert tokens.shape[1] == inputs["input_ids"].shape[1] + 4
+    # Resuming a VLM run loads it back as one.
+    raw["training"]["max_steps"] = 10
+    train_sft(SFTConfig.from_dict(raw), resume=True, command="pytest", show_progress=False)
+    assert json.loads((out / SUMMARY_FILE).read_text())["steps"] == 10
+
+
+def test_pictures_need_a_vision_model(image_data: Path, tmp_path: Path) -> None:
+    raw = micro_config(image_data, tmp_path / "text", max_steps=2)
+    with pytest.raises(SetupError, match=r"model\.vision"):
+        train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+
+
+@pytest.mark.parametrize(
+    ("vision", "message"),
+    [
+        ({"image_size": 30, "patch_size": 16}, "multiple of patch_size"),
+        ({"pixels": 3}, "unknown keys"),
+    ],
+)
+def test_bad_vision_settings_say_what_to_fix(
+    vision: dict[str, Any], message: str, tmp_path: Path
+) -> None:
+    raw = micro_config(tmp_path / "x.jsonl", tmp_path / "out")
+    raw["model"] = {"from": "somewhere", "vision": vision}
+    with pytest.raises(ValueError, match=message):
+        SFTConfig.from_dict(raw)
+    raw["model"] = {"init": micro_config(tmp_path, tmp_path)["model"]["init"], "vision": {}}
+    with pytest.raises(ValueError, match="from"):
+        SFTConfig.from_dict(raw)
