@@ -236,13 +236,22 @@ def _check_model(model: Path | None, images: int) -> tuple[Path, str]:
 
 
 def _open_image(path: Path) -> Any:
-    from PIL import Image, UnidentifiedImageError
+    """The picture at `path` as RGB, checked as the API checks an upload (UsageError if not)."""
+    import io
+
+    from PIL import Image
+
+    from genservice.generation.pictures import PictureError, check_picture
 
     try:
-        with Image.open(path) as image:
+        data = path.read_bytes()
+        check_picture(data)
+        with Image.open(io.BytesIO(data)) as image:
             return image.convert("RGB")
-    except (OSError, UnidentifiedImageError) as exc:
+    except OSError as exc:
         raise UsageError(f"cannot read image {path}: {exc}") from exc
+    except PictureError as exc:
+        raise UsageError(f"image {path}: {exc}") from exc
 
 
 def _device(choice: str) -> str:

@@ -21,6 +21,7 @@ from genservice.api.schemas import GenerationCreate, JobAccepted, JobOut, JobPag
 from genservice.api.views import job_out
 from genservice.celery import dispatch
 from genservice.config import Settings
+from genservice.generation.pictures import PictureError, check_picture
 from genservice.store import jobs
 from genservice.store.assets import candidate_preview_key
 from genservice.store.models import TERMINAL_STATES, ApiKey, Job, Session, Version, new_id, now
@@ -120,6 +121,10 @@ def _decode_images(
             )
         if not data.startswith(IMAGE_MAGIC):
             raise unprocessable(f"image {number} is not a PNG or JPEG file")
+        try:
+            check_picture(data)
+        except PictureError as exc:
+            raise unprocessable(f"image {number}: {exc}") from exc
     return images
 
 

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.genservice.api.service import FLANGE, Service, wait_job
+from tests.pictures import bad_pictures, png
 
 pytestmark = pytest.mark.slow
 BOX = (
@@ -415,14 +416,6 @@ def test_rate_limits_and_quotas_answer_429_with_retry_after(service: Service) ->
         client.post(f"/v1/generations/{first.json()['id']}/cancel")
 
 
-def _png(size: int = 8) -> bytes:
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    Image.new("RGB", (size, size), (200, 30, 30)).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [
@@ -447,6 +440,10 @@ def _png(size: int = 8) -> bytes:
         ({"prompt": "a plate", "spec": {"bbox_mm": "big"}}, "spec"),
         ({"prompt": "a plate", "max_new_tokens": 100000}, "max_new_tokens"),
         ({"instruction": "thicker"}, "session_id and parent_version_id"),
+        *[
+            ({"prompt": "like this", "images": [base64.b64encode(data).decode()]}, reason)
+            for data, reason in bad_pictures().values()
+        ],
     ],
 )
 def test_bad_requests_get_a_422_that_says_what_to_fix(
@@ -461,7 +458,7 @@ def test_bad_requests_get_a_422_that_says_what_to_fix(
 def test_images_reach_the_model_check_and_oversized_bodies_get_413(service: Service) -> None:
     with service.client() as client:
         # The shipped model reads text only: the job fails and says so.
-        files = [("images", ("ref.png", _png(), "image/png"))]
+        files = [("images", ("ref.png", png(), "image/png"))]
         data = {"request": json.dumps({"prompt": "a part like this", "n": 1})}
         response = client.post("/v1/generations", data=data, files=files)
         assert response.status_code == 202, response.text
