@@ -337,6 +337,17 @@ def _sample_repairs(
 # -- validate ----------------------------------------------------------------------------------
 
 
+def _request_picture(rt: Runtime, job: Job) -> Any | None:
+    """The first picture a generation was asked with (PIL), for the `image_match` check."""
+    names = job.request.get("images") or []
+    if job.kind != "generation" or not names or job.domain == "code":
+        return None
+    from PIL import Image
+
+    with Image.open(rt.settings.data_path / names[0]) as picture:
+        return picture.convert("RGB")
+
+
 def store_candidate_preview(rt: Runtime, job_id: str, index: int, data: bytes) -> str:
     """Put a candidate's picture in the asset store; the API path that serves it."""
     scratch = rt.settings.data_path / "tmp"
@@ -376,6 +387,7 @@ def stage_validate(ctx: StageContext) -> None:
         asked=asked,
         request=items,
         preview_size=CANDIDATE_PREVIEW_PX if job.kind == "generation" else None,
+        picture=_request_picture(rt, job),
     )
     fresh = []
     for s in ranked:

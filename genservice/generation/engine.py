@@ -246,6 +246,7 @@ def rank_programs(
         limits=limits,
         progress=lambda done, total: notify("validating", done, total),
         asked=request.asked(),
+        picture=request.images[0] if request.images else None,
     )
     return [
         Candidate(

@@ -57,6 +57,7 @@ def rerank(
     asked: tuple[str, str | None] | None = None,
     request: list[dict[str, Any]] | None = None,
     preview_size: int | None = None,
+    picture: Any | None = None,
 ) -> list[Scored]:
     """Validate all candidates in parallel; best first: valid ones, then by reward, then order.
 
@@ -74,6 +75,9 @@ def rerank(
     the request its session stands on, see tasks.standing_request).
     `preview_size`: also draw each CAD or scene candidate that built geometry, one iso view of
     that many pixels (`Scored.preview`), from the same tessellation the checks measured.
+    `picture`: the request's picture (PIL); each CAD or scene candidate gains the advisory
+    `image_match` check (image_match.py), and among valid candidates the closer match ranks
+    first: for a request from a picture, looking like it is the point.
     """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
@@ -102,10 +106,18 @@ def rerank(
             request=request,
         )
         drawn = preview(run.payload, preview_size) if preview_size and run.payload else None
-        return run.report, drawn
+        report = run.report
+        if target is not None and run.payload:
+            report = with_image_match(report, target, run.payload)
+        return report, drawn
 
     if request is None:
         request = request_items(asked, domain)
+    target = None
+    if picture is not None and domain != "code":
+        from genservice.generation.image_match import Target
+
+        target = Target(picture)
 
     unique = list(dict.fromkeys(candidates))
     reports: dict[str, Report] = {}
@@ -131,7 +143,39 @@ def rerank(
         }
     return sorted(
         scored,
-        key=lambda s: (not s.valid, -s.reward, *agree.get(s.program, (0, 0, 0)), s.index),
+        key=lambda s: (
+            not s.valid,
+            -match_score(s.report),
+            -s.reward,
+            *agree.get(s.program, (0, 0, 0)),
+            s.index,
+        ),
+    )
+
+
+def match_score(report: Report) -> float:
+    """The `image_match` score of a Report (0 without the check)."""
+    check = report.checks.get("image_match")
+    return check.score if check is not None else 0.0
+
+
+def with_image_match(report: Report, target: Any, payload: dict[str, Any]) -> Report:
+    """The Report with the advisory `image_match` check added (validity and reward unchanged)."""
+    import dataclasses
+    from types import MappingProxyType
+
+    from exporters.parts import PartsError, parts_from_payload
+    from exporters.render import RenderError
+    from genservice.generation.image_match import PASS, image_match
+    from validators.report import Check
+
+    try:
+        score, detail = image_match(target, parts_from_payload(payload))
+    except (PartsError, RenderError) as exc:
+        score, detail = 0.0, {"reason": str(exc), "pass": PASS}
+    check = Check(score, score >= PASS, detail)
+    return dataclasses.replace(
+        report, checks=MappingProxyType({**report.checks, "image_match": check})
     )
 
 

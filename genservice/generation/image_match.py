@@ -1,0 +1,207 @@
+"""How well a candidate matches the picture it was asked from (the `image_match` check).
+
+The request's picture is the only reference there is: no shape behind it is ever used. The
+part in the picture is told from its background by colour (the border's colour is the
+background), and the candidate is drawn by the same renderer from many viewpoints (the
+four-view rig's and a ring of orbits, as a person photographs a part). Both silhouettes are
+cropped to their extent and scaled to one square grid, so neither the size in millimetres nor
+the distance of the camera matters, only shape. At each viewpoint two things are compared:
+
+- silhouette IoU: the outline and the holes one can see through;
+- outline agreement (F1 of edge pixels within one cell): creases, steps and the rims of blind
+  holes that a silhouette cannot show. A photograph carries no normals, so the edges a shaded
+  picture shows stand in for the normals the renderer knows.
+
+The score is the best viewpoint's 0.6 * IoU + 0.4 * outline F1 (it passes at 0.7). A picture
+of the rig (four panels in a 2x2 grid, as previews and image tasks draw it) is also compared
+panel by panel with the candidate's rig, and the better reading counts. The check is advisory:
+it never makes a part invalid; it ranks valid candidates (best-of-N) and says how close each is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+GRID = 48  # cells a side of the normalised silhouettes
+DRAW = 72  # pixels a side the candidate is drawn at per viewpoint
+PASS = 0.7  # score at which the check reads as passed
+BACKGROUND_DISTANCE = 40.0  # colour distance (0-441) at which a pixel is the part
+
+
+def _views() -> list[Any]:
+    from exporters.render import RIG, View
+
+    views = [View.named(name) for name in (*RIG, "back", "left", "bottom")]
+    for elevation in (15.0, 35.0, 60.0):
+        for azimuth in range(0, 360, 30):
+            views.append(View.orbit(float(azimuth), elevation, perspective=True))
+    return views
+
+
+def foreground(picture: np.ndarray) -> np.ndarray:
+    """Pixels of the part: those whose colour is far from the border's (median) colour."""
+    rgb = np.asarray(picture, dtype=np.float64)[..., :3]
+    border = np.concatenate([rgb[0], rgb[-1], rgb[:, 0], rgb[:, -1]])
+    background = np.median(border, axis=0)
+    return np.linalg.norm(rgb - background, axis=-1) > BACKGROUND_DISTANCE
+
+
+def picture_edges(picture: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Edge pixels of a picture: the outline of its mask and strong steps in brightness."""
+    grey = np.asarray(picture, dtype=np.float64)[..., :3].mean(axis=-1)
+    step = np.zeros_like(grey, dtype=bool)
+    step[:, 1:] |= np.abs(np.diff(grey, axis=1)) > 28
+    step[1:, :] |= np.abs(np.diff(grey, axis=0)) > 28
+    outline = np.zeros_like(mask)
+    outline[:, 1:] |= mask[:, 1:] != mask[:, :-1]
+    outline[1:, :] |= mask[1:, :] != mask[:-1, :]
+    return (step & _grow(mask)) | outline
+
+
+def _grow(mask: np.ndarray) -> np.ndarray:
+    grown = mask.copy()
+    grown[1:] |= mask[:-1]
+    grown[:-1] |= mask[1:]
+    grown[:, 1:] |= mask[:, :-1]
+    grown[:, :-1] |= mask[:, 1:]
+    return grown
+
+
+def normalise(mask: np.ndarray, layer: np.ndarray | None = None) -> np.ndarray | None:
+    """`layer` (default the mask) cropped to the mask's extent, centred in a square and scaled
+    to GRID x GRID cells (a cell is set when any pixel in it is); None for an empty mask."""
+    rows, cols = np.nonzero(mask)
+    if not len(rows):
+        return None
+    top, bottom, left, right = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
+    side = max(bottom - top, right - left)
+    square = np.zeros((side, side), dtype=bool)
+    crop = (mask if layer is None else layer)[top:bottom, left:right]
+    oy, ox = (side - crop.shape[0]) // 2, (side - crop.shape[1]) // 2
+    square[oy : oy + crop.shape[0], ox : ox + crop.shape[1]] = crop
+    ys, xs = np.nonzero(square)
+    cells = np.zeros((GRID, GRID), dtype=bool)
+    cells[(ys * GRID) // side, (xs * GRID) // side] = True
+    return cells
+
+
+def _filled(mask: np.ndarray) -> np.ndarray:
+    from scipy.ndimage import binary_fill_holes
+
+    return np.asarray(binary_fill_holes(mask), dtype=bool)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    union = np.count_nonzero(a | b)
+    return float(np.count_nonzero(a & b) / union) if union else 0.0
+
+
+def _f1(a: np.ndarray, b: np.ndarray) -> float:
+    """Edge F1 with one cell of tolerance."""
+    if not a.any() or not b.any():
+        return 0.0
+    precision = np.count_nonzero(a & _grow(b)) / np.count_nonzero(a)
+    recall = np.count_nonzero(b & _grow(a)) / np.count_nonzero(b)
+    return float(2 * precision * recall / (precision + recall)) if precision + recall else 0.0
+
+
+class Target:
+    """A request's picture, read once: its normalised silhouette and edges (and its panels
+    when it is a 2x2 rig)."""
+
+    def __init__(self, picture: Any) -> None:
+        pixels = np.asarray(picture.convert("RGB") if hasattr(picture, "convert") else picture)
+        self.whole = _read(pixels)
+        self.panels = _rig_panels(pixels)
+        # A drawing shows no see-through holes: candidates' silhouettes are filled likewise.
+        self.drawing = is_drawing(foreground(pixels))
+
+    @property
+    def readable(self) -> bool:
+        """Whether a part could be told from the background at all."""
+        return self.whole is not None
+
+
+def _read(pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    mask = foreground(pixels)
+    if np.count_nonzero(mask) < 12 or mask.mean() > 0.97:
+        return None
+    if is_drawing(mask):  # a line drawing: the part is what its outline encloses
+        from scipy.ndimage import binary_closing, binary_fill_holes
+
+        mask = binary_fill_holes(binary_closing(mask, iterations=2)) | mask
+    silhouette = normalise(mask)
+    outline = normalise(mask, picture_edges(pixels, mask))
+    if silhouette is None or outline is None:
+        return None
+    return silhouette, outline
+
+
+def is_drawing(mask: np.ndarray) -> bool:
+    """Whether a foreground is lines rather than areas: it covers little of its own extent."""
+    rows, cols = np.nonzero(mask)
+    if not len(rows):
+        return False
+    extent = (rows.max() - rows.min() + 1) * (cols.max() - cols.min() + 1)
+    return np.count_nonzero(mask) / extent < 0.3
+
+
+def _rig_panels(pixels: np.ndarray) -> list[tuple[np.ndarray, np.ndarray] | None] | None:
+    """The four panels of a rig picture (a square split by a pale cross), or None."""
+    h, w = pixels.shape[:2]
+    if abs(h - w) > 2 or h < 40:
+        return None
+    mid_row, mid_col = pixels[h // 2 - 1 : h // 2 + 1], pixels[:, w // 2 - 1 : w // 2 + 1]
+    if min(mid_row.mean(), mid_col.mean()) < 235:  # no gap of white across the middle
+        return None
+    half_h, half_w = h // 2, w // 2
+    quarters = [
+        pixels[: half_h - 1, : half_w - 1],
+        pixels[: half_h - 1, half_w + 1 :],
+        pixels[half_h + 1 :, : half_w - 1],
+        pixels[half_h + 1 :, half_w + 1 :],
+    ]
+    return [_read(q) for q in quarters]
+
+
+def image_match(target: Target, parts: Sequence[Any]) -> tuple[float, dict[str, Any]]:
+    """The score (0-1) of the parts against the picture, and what it is made of."""
+    from exporters.render import RIG, Scene, View, edges
+
+    if not target.readable:
+        return 0.0, {"reason": "no part could be told from the picture's background"}
+    scene = Scene(parts)
+    assert target.whole is not None
+    silhouette, outline = target.whole
+    best: dict[str, Any] = {"score": -1.0}
+    for view in _views():
+        frame = scene.cast(view, DRAW)
+        drawn = normalise(_filled(frame.hit) if target.drawing else frame.hit)
+        if drawn is None:
+            continue
+        lines = normalise(frame.hit, edges(frame))
+        assert lines is not None
+        iou, f1 = _iou(drawn, silhouette), _f1(lines, outline)  # floats, not numpy scalars
+        score = 0.6 * iou + 0.4 * f1
+        if score > best["score"]:
+            best = {"score": score, "silhouette_iou": iou, "outline_f1": f1, "view": view.name}
+    if target.panels is not None and all(p is not None for p in target.panels):
+        scores = []
+        for name, panel in zip(RIG, target.panels, strict=True):
+            assert panel is not None
+            frame = scene.cast(View.named(name), DRAW)
+            hit = _filled(frame.hit) if target.drawing else frame.hit
+            drawn, lines = normalise(hit), normalise(frame.hit, edges(frame))
+            if drawn is None or lines is None:
+                scores.append(0.0)
+                continue
+            scores.append(0.6 * _iou(drawn, panel[0]) + 0.4 * _f1(lines, panel[1]))
+        rig = float(np.mean(scores))
+        if rig > best["score"]:
+            best = {"score": rig, "view": "rig", "panels": [round(float(s), 4) for s in scores]}
+    score = float(max(0.0, best.pop("score")))
+    detail = {k: round(v, 4) if isinstance(v, float) else v for k, v in best.items()}
+    return round(score, 4), {**detail, "pass": PASS}

@@ -1,0 +1,68 @@
+"""image_match: candidates compared with the request's picture, never with a reference shape."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import trimesh
+from PIL import Image
+
+from exporters.parts import PartMesh
+from exporters.render import View, render
+from genservice.generation.image_match import PASS, Target, image_match
+from genservice.generation.rerank import match_score, rerank
+
+
+def _parts(mesh: trimesh.Trimesh) -> list[PartMesh]:
+    return [PartMesh("p", mesh.vertices.astype(np.float32), mesh.faces.astype(np.int32))]
+
+
+PLATE = _parts(trimesh.creation.box((60, 30, 6)).difference(trimesh.creation.cylinder(5, 20)))
+DISC = _parts(trimesh.creation.cylinder(20, 10))
+POST = _parts(trimesh.creation.box((10, 10, 60)))
+
+
+@pytest.mark.parametrize(
+    "picture",
+    [
+        render(PLATE, [View.orbit(40, 30, True, 35)], 200),  # a photo from somewhere
+        render(PLATE, [View.orbit(200, 50, True, 30)], 160, "lines"),  # a sketch from behind
+        render(PLATE, size=96),  # the four-view rig
+    ],
+)
+def test_the_shape_in_the_picture_scores_highest(picture: np.ndarray) -> None:
+    target = Target(Image.fromarray(picture))
+    scores = {name: image_match(target, parts)[0] for name, parts in
+              {"plate": PLATE, "disc": DISC, "post": POST}.items()}  # fmt: skip
+    assert scores["plate"] >= PASS
+    assert scores["plate"] > scores["disc"] + 0.1 and scores["plate"] > scores["post"] + 0.2
+
+
+def test_size_and_distance_do_not_matter_only_shape() -> None:
+    small = Target(Image.fromarray(render(PLATE, [View.orbit(30, 35, True)], 120)))
+    bigger = _parts(
+        trimesh.creation.box((600, 300, 60)).difference(trimesh.creation.cylinder(50, 200))
+    )
+    assert image_match(small, bigger)[0] == pytest.approx(image_match(small, PLATE)[0], abs=0.03)
+
+
+def test_a_blank_picture_matches_nothing_and_says_why() -> None:
+    blank = Target(Image.new("RGB", (64, 64), (255, 255, 255)))
+    score, detail = image_match(blank, PLATE)
+    assert score == 0.0 and "background" in detail["reason"]
+
+
+BOX = "import cadquery as cq\nresult = cq.Workplane('XY').box({x}, {y}, {z})\n"
+
+
+def test_rerank_adds_the_advisory_check_and_ranks_by_it(pool) -> None:
+    picture = Image.fromarray(render(POST, [View.orbit(30, 30, True)], 160))
+    programs = [BOX.format(x=60, y=30, z=6), BOX.format(x=10, y=10, z=60), "result = ("]
+    ranked = rerank(programs, "cad", pool, picture=picture)
+    assert [s.index for s in ranked][:2] == [1, 0]  # the post looks like the picture
+    best = ranked[0].report
+    assert best.valid and best.checks["image_match"].passed
+    assert match_score(ranked[1].report) < match_score(best)
+    assert not ranked[1].report.checks["image_match"].passed and ranked[1].report.valid
+    assert "image_match" not in ranked[2].report.checks  # it built nothing to compare
+    assert "image_match" not in rerank(programs[:1], "cad", pool)[0].report.checks
