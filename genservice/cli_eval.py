@@ -59,6 +59,13 @@ def add_eval_command(sub: Any) -> None:
         help="cad/scene: also measure after up to K repair rounds, as serving repairs (each "
         "failing sample and a failing best of N fed back with its error); default 0",
     )
+    parser.add_argument(
+        "--modality",
+        choices=("both", "image", "text"),
+        default="both",
+        help="which tasks of the set: those asked with a picture, with words only, or both "
+        "(default; a text-only model skips the picture tasks and says so)",
+    )
     parser.add_argument("-o", "--output", type=Path, default=Path("eval"), help="output directory")
 
 
@@ -87,6 +94,8 @@ def load_eval_tasks(spec: str, per_family: int, limit: int | None, domains: list
             raise UsageError(f"{path}:{number}: not JSON: {exc}") from exc
         if domains and task.get("domain") not in domains:
             continue
+        if task.get("images"):  # picture paths are relative to the task file
+            task["images"] = [str(path.parent / name) for name in task["images"]]
         tasks.append(task)
     return tasks[:limit] if limit else tasks
 
@@ -118,6 +127,27 @@ REPAIRING = (
     "(genservice/generation/engine.py). Repaired = the share of those that needed a round "
     "that pass every check after it."
 )
+
+
+def _by_modality(
+    tasks: list[dict[str, Any]], modality: str, reads_pictures: bool
+) -> list[dict[str, Any]]:
+    """The tasks of the asked modality; picture tasks only for a model that reads pictures."""
+    pictured = [t for t in tasks if t.get("images")]
+    worded = [t for t in tasks if not t.get("images")]
+    chosen = {"image": pictured, "text": worded, "both": tasks}[modality]
+    if pictured and not reads_pictures:
+        if modality == "image":
+            raise UsageError("this model takes text only: it cannot be evaluated on pictures")
+        if modality == "both":
+            print(
+                f"the model takes text only: {len(pictured)} picture tasks skipped",
+                file=sys.stderr,
+            )
+            chosen = worded
+    if not chosen:
+        raise UsageError(f"no {modality} tasks in the set")
+    return chosen
 
 
 def eval_command(args: argparse.Namespace) -> int:
@@ -152,6 +182,7 @@ def eval_command(args: argparse.Namespace) -> int:
         loaded = load_model(model_dir)
     except (ModelNotFoundError, ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
+    tasks = _by_modality(tasks, args.modality, loaded.accepts_images)
 
     def steer_to(task: dict[str, Any]) -> EntryPoint | None:
         if task["domain"] != "code" or args.steer == "off":
@@ -161,7 +192,9 @@ def eval_command(args: argparse.Namespace) -> int:
         return EntryPoint.from_request(task["prompt"], task["entry_point"])
 
     def generate(task: dict[str, Any], n: int, seed: int, messages: Any = None) -> list[str]:
-        # An edit task (previous program + instruction) is asked exactly as Refine asks it.
+        # An edit task (previous program + instruction) is asked exactly as Refine asks it; an
+        # image task with its pictures, as an upload is.
+        pictures = task.get("images") or []
         messages = messages or task_messages(task, loaded)
         completions = sample(
             loaded,
@@ -171,6 +204,7 @@ def eval_command(args: argparse.Namespace) -> int:
             max_new_tokens=args.max_new_tokens,
             temperature=args.temperature,
             top_p=args.top_p,
+            images=pictures or None,
             entry_point=steer_to(task),
         )
         programs = [clean_completion(c.text) for c in completions]
@@ -183,7 +217,7 @@ def eval_command(args: argparse.Namespace) -> int:
         # Asked exactly as a serving repair round asks (engine.repair_messages).
         messages = build_repair_messages(
             task["domain"], task.get("instruction") or task["prompt"], program,
-            error["kind"], error["message"], error["line"],
+            error["kind"], error["message"], error["line"], images=len(task.get("images") or []),
         )  # fmt: skip
         return generate(task, n, seed, messages)
 
@@ -232,6 +266,7 @@ def eval_command(args: argparse.Namespace) -> int:
         "bind": args.bind,
         "binding": BINDING[args.bind],
         "repair": args.repair,
+        "modality": args.modality,
         "repairing": REPAIRING.format(k=args.repair) if args.repair else "",
         "command": "genservice " + " ".join(sys.argv[1:]),
     }

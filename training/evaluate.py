@@ -59,11 +59,15 @@ class CandidateScore:
     error_kind: str | None = None
     error_message: str | None = None
     error_line: int | None = None
+    image_match: float | None = None  # an image task: how much it looks like the picture
+    bbox_within_5: bool | None = None  # an image task whose words give the size: within 5 %
+    pictured: bool = False  # asked with a picture
 
     @property
-    def rank(self) -> tuple[bool, float]:
-        """How the validators order candidates, blind: passing every check, then reward."""
-        return (self.all_checks, self.reward)
+    def rank(self) -> tuple[bool, float, float]:
+        """How the validators order candidates, blind: passing every check, then (for a
+        picture) how much it looks like it, then reward: as rerank orders them."""
+        return (self.all_checks, self.image_match or 0.0, self.reward)
 
     def error(self) -> dict[str, Any]:
         """The error a repair round feeds back."""
@@ -81,6 +85,7 @@ class TaskResult:
     candidates: list[CandidateScore]
     best: int
     programs: list[str] = field(default_factory=list)
+    modality: str = "text"  # "image" when the task is asked with a picture
     # after repair (when asked): per sample, the best of its repair chain; the best of N after
     # its repair rounds; and the repair rounds each used (0: it passed without one)
     after_one: list[CandidateScore] | None = None
@@ -104,6 +109,8 @@ def _cad_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: An
         reference_mesh = combine([decode_mesh(p.get("mesh")) for p in built.payload["parts"]])
     options = CadOptions(printability=False, physics=task["domain"] == "scene")
     request = task_items(task)
+    target = _picture_target(task)
+    sized = task.get("sized") == "bbox" and bool((task.get("spec") or {}).get("bbox_mm"))
 
     def score(program: str) -> CandidateScore:
         run = run_cad(
@@ -125,6 +132,14 @@ def _cad_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: An
             request_passed=bool(asked.passed) if asked is not None else None,
             asked=request is not None,
         )
+        result.pictured = target is not None
+        if target is not None and run.payload is not None:
+            from genservice.generation.rerank import match_score, with_image_match
+
+            result.image_match = match_score(with_image_match(report, target, run.payload))
+        if sized:  # an invalid part is not the size asked either
+            measured = report.metrics.get("bbox_mm")
+            result.bbox_within_5 = result.valid and _within(measured, task["spec"]["bbox_mm"])
         if result.valid and run.payload is not None and reference_mesh is not None:
             mesh = combine([decode_mesh(p.get("mesh")) for p in run.payload["parts"]])
             if mesh is not None:
@@ -137,6 +152,27 @@ def _cad_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: An
 
     with ThreadPoolExecutor(max_workers=max(1, getattr(pool, "size", 2))) as threads:
         return list(threads.map(score, programs))
+
+
+def _picture_target(task: dict[str, Any]) -> Any | None:
+    """The image_match target of an image task's first picture (None for a text task)."""
+    if not task.get("images"):
+        return None
+    from PIL import Image
+
+    from genservice.generation.image_match import Target
+
+    with Image.open(task["images"][0]) as picture:
+        return Target(picture.convert("RGB"))
+
+
+def _within(measured: Any, wanted: list[float], tolerance: float = 0.05) -> bool:
+    """Whether a measured bounding box is the wanted one within `tolerance` on every axis, in
+    any orientation (a picture does not fix which way the part lies)."""
+    if not measured:
+        return False
+    have, want = sorted(float(v) for v in measured), sorted(float(v) for v in wanted)
+    return all(abs(h - w) <= tolerance * w for h, w in zip(have, want, strict=True))
 
 
 def _code_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: Any) -> list:
@@ -216,7 +252,8 @@ def evaluate_task(
     scores = score_programs(task, programs, pool, limits)
     # Blind choice: passing every check first, then reward; ties keep the sampling order.
     best = max(range(len(scores)), key=lambda i: (*scores[i].rank, -i))
-    return TaskResult(task["id"], task["family"], task["domain"], scores, best, programs)
+    modality = "image" if task.get("images") else "text"
+    return TaskResult(task["id"], task["family"], task["domain"], scores, best, programs, modality)
 
 
 def _median(values: list[float]) -> float | None:
@@ -254,6 +291,8 @@ def _cad_metrics(scores: list[CandidateScore]) -> dict[str, Any]:
     ious_valid = [s.iou for s in valid if s.iou is not None]
     ious_all = [s.iou if (s.valid and s.iou is not None) else 0.0 for s in scores]
     chamfers = [s.chamfer_x1000 for s in valid if s.chamfer_x1000 is not None]
+    matches = [s.image_match or 0.0 for s in scores if s.pictured]  # nothing built: 0
+    sized = [s for s in scores if s.bbox_within_5 is not None]
     with_spec = [s for s in scores if s.spec_passed is not None or not s.valid]
     spec_ok = sum(1 for s in with_spec if s.valid and s.spec_passed)
     asked = [s for s in scores if s.asked]
@@ -271,6 +310,14 @@ def _cad_metrics(scores: list[CandidateScore]) -> dict[str, Any]:
         "iou_all_mean": _mean(ious_all),
         "chamfer_x1000_median": _median(chamfers),
         "chamfer_x1000_mean": _mean(chamfers),
+        **(
+            {
+                "image_match_median": _median(matches),
+                "bbox_within_5pct": _share([bool(s.bbox_within_5) for s in sized]),
+            }
+            if matches
+            else {}
+        ),
     }
 
 
@@ -307,8 +354,10 @@ def report(results: list[TaskResult]) -> dict[str, Any]:
     """Overall, per-domain and per-family summaries."""
     families = sorted({r.family for r in results})
     domains = sorted({r.domain for r in results})
+    modalities = sorted({r.modality for r in results})
     return {
         "overall": summarise(results),
+        "modalities": {m: summarise([r for r in results if r.modality == m]) for m in modalities},
         "domains": {d: summarise([r for r in results if r.domain == d]) for d in domains},
         "families": {f: summarise([r for r in results if r.family == f]) for f in families},
         "selection": "best of N chosen by the validators' blind reward (spec and the request's "
@@ -366,6 +415,33 @@ def markdown_table(summary: dict[str, Any]) -> str:
             f"| {_pct(best.get('spec_adherence'))} | {_pct(best.get('request_adherence'))} "
             f"| {_num(best.get('iou_valid_median'))} / {_num(best.get('iou_all_median'))} "
             f"| {_pct(group.get('code_pass@1'))} | {_pct(pass_n)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def modality_table(summary: dict[str, Any]) -> str:
+    """Image and text tasks side by side (empty when the run had no image tasks). IoU and
+    Chamfer are of shapes centred and scaled to unit size; image_match is blind (the picture
+    only); "bbox within 5 %" counts the image tasks whose words give the size."""
+    groups = summary.get("modalities") or {}
+    if "image" not in groups:
+        return ""
+    lines = [
+        "| modality | tasks | invalid@1 | IoU@1 med (valid / all) | CD×10³ med "
+        "| image_match@1 med | best-of-N IoU med (all) | best-of-N image_match med "
+        "| best-of-N bbox within 5 % |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, group in groups.items():
+        one = group.get("pass@1", {})
+        best_key = next((k for k in group if k.startswith("best_of_")), None)
+        best = group.get(best_key, {}) if best_key else {}
+        lines.append(
+            f"| {name} | {group['tasks']} | {_pct(one.get('invalidity'))} "
+            f"| {_num(one.get('iou_valid_median'))} / {_num(one.get('iou_all_median'))} "
+            f"| {_num(one.get('chamfer_x1000_median'))} | {_num(one.get('image_match_median'))} "
+            f"| {_num(best.get('iou_all_median'))} | {_num(best.get('image_match_median'))} "
+            f"| {_pct(best.get('bbox_within_5pct'))} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -477,6 +553,7 @@ def write_outputs(results: list[TaskResult], out: Path, meta: dict[str, Any]) ->
         {
             "id": r.task_id,
             "family": r.family,
+            "modality": r.modality,
             "best": r.best,
             "candidates": [c.__dict__ for c in r.candidates],
             "best_program": r.programs[r.best] if r.programs else None,
@@ -502,6 +579,9 @@ def write_outputs(results: list[TaskResult], out: Path, meta: dict[str, Any]) ->
         f"# Evaluation of {meta.get('model', '?')} on {meta.get('tasks', '?')}\n\n"
         f"{summary['selection']}.\n\n" + markdown_table(summary)
     )
+    by_modality = modality_table(summary)
+    if by_modality:
+        text += f"\n## Pictures and words\n\n{by_modality}"
     repaired = repair_table(summary)
     if repaired:
         text += f"\n## Before and after repair\n\n{meta.get('repairing', '')}\n\n{repaired}"

@@ -169,3 +169,23 @@ def test_bad_vision_settings_say_what_to_fix(
     raw["model"] = {"init": micro_config(tmp_path, tmp_path)["model"]["init"], "vision": {}}
     with pytest.raises(ValueError, match="from"):
         SFTConfig.from_dict(raw)
+
+
+def test_eval_reads_pictures_with_a_vlm_and_refuses_them_without(
+    image_data: Path, text_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from genservice.cli import main
+    from training.vlm import build_vlm
+
+    vlm = build_vlm(text_model, tmp_path / "vlm", VisionSpec(**VISION))
+    out = tmp_path / "eval"
+    args = ["eval", "--tasks", str(image_data), "--domains", "cad", "--limit", "30", "--n", "2"]
+    code = main([*args, "--model", str(vlm), "--max-new-tokens", "8", "-o", str(out)])
+    assert code == 0
+    summary = json.loads((out / "eval.json").read_text())["summary"]
+    assert set(summary["modalities"]) == {"image", "text"}
+    assert "## Pictures and words" in (out / "eval.md").read_text()
+    image = summary["modalities"]["image"]["pass@1"]
+    assert image["invalidity"] is not None and "image_match_median" in image
+    code = main([*args, "--model", str(text_model), "--modality", "image", "-o", str(out)])
+    assert code == 2 and "text only" in capsys.readouterr().err
