@@ -272,3 +272,47 @@ def test_a_part_that_ignores_the_request_shows_which_number_is_off(
     assert p.locator("ol[aria-label='Candidates'] li .round").count() == 2
     assert not p.locator("#code-error").inner_text().strip(), "the code itself is not at fault"
     assert errors == [], errors
+
+
+def test_a_picture_is_chosen_shown_and_sent_with_the_request(
+    page: tuple[Any, list[str]], editor: Service, tmp_path: Path
+) -> None:
+    import numpy as np
+    import trimesh
+
+    from exporters.parts import PartMesh
+    from exporters.render import png_bytes, render
+
+    browser_page, _ = page
+    p = browser_page
+    p.goto(editor.url)
+    mesh = trimesh.creation.box((60, 30, 6))
+    part = PartMesh("plate", mesh.vertices.astype(np.float32), mesh.faces.astype(np.int32))
+    photo = tmp_path / "plate.png"
+    photo.write_bytes(png_bytes(render([part], ["iso"], 160)))
+    p.get_by_label("Reference image").set_input_files(str(photo))
+    shown = p.get_by_role("img", name="Input picture")
+    shown.wait_for(state="visible")
+    assert p.evaluate("document.querySelector('img.input-picture').naturalWidth") == 160
+    sent: list[dict[str, Any]] = []
+    p.on(
+        "request",
+        lambda r: (
+            sent.append(json.loads(r.post_data or "{}"))
+            if r.method == "POST" and r.url.endswith("/v1/generations")
+            else None
+        ),
+    )
+    p.get_by_label("Prompt").fill("this plate, 60 mm across")
+    p.get_by_role("spinbutton", name="Candidates").fill("1")
+    p.get_by_role("button", name="Generate").click()
+    status = _wait_job(p)
+    assert sent and len(sent[0]["images"]) == 1, "the picture goes with the request"
+    from genservice.generation.loader import default_model_dir, model_kind
+
+    if model_kind(default_model_dir()) != "vlm":  # a text-only model says so, loses nothing
+        assert "failed" in status and "text only" in status
+    else:
+        assert status.endswith("done"), status
+    p.get_by_role("button", name="Remove picture").click()
+    assert shown.is_hidden()

@@ -1,5 +1,6 @@
 /**
- * The Prompt panel: domain, prompt, optional reference image, number of candidates and
+ * The Prompt panel: domain, prompt, optional picture (chosen, pasted or dropped, and shown
+ * beside the results), number of candidates and
  * Generate; an instruction and Refine for the current version; the job's live progress; and
  * the gallery of candidates with their rewards (and the repair round that wrote each), each of
  * which can be opened; what each repair round fed back and what came of it.
@@ -26,6 +27,10 @@ export class PromptPanel {
   });
   private readonly count = h("input", { type: "number", "aria-label": "Candidates", id: "candidates", min: 1, max: 16, value: 4 });
   private readonly image = h("input", { type: "file", "aria-label": "Reference image", id: "reference-image", accept: "image/png,image/jpeg" });
+  private readonly inputPicture = h("img", { className: "input-picture", alt: "Input picture", hidden: true });
+  private readonly dropPicture = h("button", { type: "button", hidden: true, title: "Generate from words only" }, "Remove picture");
+  private picked: Blob | null = null; // the picture to send: chosen, pasted or dropped
+  private pictureUrl = "";
   private readonly tests = h("textarea", { "aria-label": "Test suite", rows: 4, placeholder: "def check(candidate):\n    assert candidate(2) == 4" });
   private readonly entryPoint = h("input", { type: "text", "aria-label": "Entry point", placeholder: "function name" });
   private readonly codeFields = h("div", { className: "code-fields", hidden: true });
@@ -49,6 +54,7 @@ export class PromptPanel {
       h("label", {}, "Domain ", this.domain),
       h("label", { className: "stack" }, "Prompt", this.prompt),
       h("label", {}, "Reference image ", this.image),
+      h("div", { className: "picture-row" }, this.inputPicture, this.dropPicture),
       this.codeFields,
       h("div", { className: "row" }, h("label", {}, "Candidates ", this.count), this.generateButton),
     );
@@ -62,6 +68,27 @@ export class PromptPanel {
       void this.refine();
     });
     this.domain.addEventListener("change", () => this.domainChanged());
+    this.image.addEventListener("change", () => this.pick(this.image.files?.[0] ?? null));
+    this.dropPicture.addEventListener("click", () => {
+      this.image.value = "";
+      this.pick(null);
+    });
+    // A picture can also be pasted (a screenshot) or dropped anywhere on the panel.
+    generate.addEventListener("paste", (e) => {
+      const file = [...(e.clipboardData?.files ?? [])].find((f) => f.type.startsWith("image/"));
+      if (file) {
+        e.preventDefault();
+        this.pick(file);
+      }
+    });
+    generate.addEventListener("dragover", (e) => e.preventDefault());
+    generate.addEventListener("drop", (e) => {
+      const file = [...(e.dataTransfer?.files ?? [])].find((f) => f.type.startsWith("image/"));
+      if (file) {
+        e.preventDefault();
+        this.pick(file);
+      }
+    });
     this.element = h(
       "section",
       { "aria-label": "Generation", className: "panel prompt-panel" },
@@ -90,10 +117,19 @@ export class PromptPanel {
     this.codeFields.hidden = domain !== "code";
   }
 
+  /** Use this picture with the next request (null: words only), and show it. */
+  pick(picture: Blob | null): void {
+    if (this.pictureUrl) URL.revokeObjectURL(this.pictureUrl);
+    this.picked = picture;
+    this.pictureUrl = picture ? URL.createObjectURL(picture) : "";
+    this.inputPicture.src = this.pictureUrl;
+    this.inputPicture.hidden = !picture;
+    this.dropPicture.hidden = !picture;
+  }
+
   async generate(): Promise<void> {
     const images: string[] = [];
-    const file = this.image.files?.[0];
-    if (file) images.push(toBase64(new Uint8Array(await file.arrayBuffer())));
+    if (this.picked) images.push(toBase64(new Uint8Array(await this.picked.arrayBuffer())));
     this.setBusy();
     await this.editor.generate({
       domain: this.domain.value as Domain,
