@@ -467,7 +467,7 @@ class DPOTrainer:
         output = Path(self.config.output_dir)
         output.mkdir(parents=True, exist_ok=True)
         self.engine.module.save_pretrained(str(output))
-        self.loaded.tokenizer.save_pretrained(str(output))
+        (self.loaded.processor or self.loaded.tokenizer).save_pretrained(str(output))
         summary = self._summary(step, elapsed, pair_count)
         (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
         return output

@@ -294,11 +294,12 @@ class RLTrainer:
 
         rollout = self.config.rollout
         messages = task_messages(task, self.loaded)
-        prompt = encode_prompt(self.loaded, messages)["input_ids"][0].tolist()
+        pictures = task.get("images") or None  # an image task is asked with its pictures
+        prompt = encode_prompt(self.loaded, messages, pictures)["input_ids"][0].tolist()
         completions = sample(
             self.loaded, messages, n=rollout.group_size, seed=seed,
             max_new_tokens=rollout.max_new_tokens, temperature=rollout.temperature,
-            top_p=rollout.top_p,
+            top_p=rollout.top_p, images=pictures,
         )  # fmt: skip
         end = self.loaded.eos_token_ids[0]
         ids = [list(c.tokens) + ([end] if c.finish_reason == "stop" else []) for c in completions]
@@ -403,6 +404,7 @@ class RLTrainer:
                 ids,
                 adv,
                 g.train and not (self.config.loss.mask_truncated and fin == "length"),
+                list(g.task.get("images") or []),
             )
             for g in groups
             for ids, adv, fin in zip(g.completions, g.advantages, g.finish, strict=True)
@@ -416,13 +418,14 @@ class RLTrainer:
         ref: list[Any] = [None] * len(batches)
         with torch.no_grad():
             for i, batch in enumerate(batches):
+                pictures = batch.get("pixel_values")
                 if chunks > 1:
                     old[i] = token_logprobs(
-                        self.engine.module, batch["ids"], batch["attn"], temperature
+                        self.engine.module, batch["ids"], batch["attn"], temperature, pictures
                     )[0]
                 if self.reference is not None:
                     ref[i] = token_logprobs(
-                        self.reference, batch["ids"], batch["attn"], temperature
+                        self.reference, batch["ids"], batch["attn"], temperature, pictures
                     )[0]
         totals = {"loss": 0.0, "clip_tokens": 0.0, "tokens": 0.0, "kl_sum": 0.0, "entropy_sum": 0.0}
         anchor_nll: list[float] = []
@@ -433,8 +436,9 @@ class RLTrainer:
             for i in span:
                 batch = batches[i]
                 logps, entropy = token_logprobs(
-                    self.engine, batch["ids"], batch["attn"], temperature
-                )
+                    self.engine, batch["ids"], batch["attn"], temperature,
+                    batch.get("pixel_values"),
+                )  # fmt: skip
                 previous = old[i] if old[i] is not None else logps.detach()
                 loss, stats = policy_loss(
                     logps, previous, ref[i], batch["adv"], batch["mask"], self.settings,
@@ -468,6 +472,7 @@ class RLTrainer:
         The draw is seeded by step, update and rank, so a resumed run anchors on the same rows.
         """
         from training.sft import IGNORE_INDEX, collate, encode_task, loss_sum, task_messages
+        from training.vlm import image_slots
 
         rng = random.Random(step_seed(self.config.training.seed, step, 1000 + chunk, self.rank))
         names = sorted(self.families)
@@ -477,8 +482,9 @@ class RLTrainer:
                 break
             task = self.tasks[rng.choice(self.families[rng.choice(names)])]
             example = encode_task(
-                self.loaded.tokenizer, task, self.reply_format, task_messages(task, self.loaded)
-            )
+                self.loaded.tokenizer, task, self.reply_format, task_messages(task, self.loaded),
+                slots=image_slots(self.loaded.model),
+            )  # fmt: skip
             reply = sum(1 for label in example.labels if label != IGNORE_INDEX)
             if reply <= self.config.rollout.max_new_tokens:  # as long as a rollout may be
                 examples.append(example)
@@ -487,7 +493,10 @@ class RLTrainer:
 
             return torch.zeros((), device=self.engine.device)
         pad = self.loaded.tokenizer.pad_token_id or 0
-        batch = {k: v.to(self.engine.device) for k, v in collate(examples, pad).items()}
+        batch = {
+            k: v.to(self.engine.device)
+            for k, v in collate(examples, pad, self.loaded.processor).items()
+        }
         labelled = int((batch["labels"] != IGNORE_INDEX).sum())
         return loss_sum(self.engine, batch, bf16=False) / max(1, labelled)
 
@@ -495,23 +504,30 @@ class RLTrainer:
         import torch
 
         pad = self.loaded.tokenizer.pad_token_id or 0
-        length = max(len(p) + len(c) for p, c, _, _ in rows)
+        length = max(len(p) + len(c) for p, c, *_ in rows)
         ids = torch.full((len(rows), length), pad, dtype=torch.long)
         attn = torch.zeros((len(rows), length), dtype=torch.long)
         mask = torch.zeros((len(rows), length - 1))
-        for row, (prompt, completion, _, train) in enumerate(rows):
+        for row, (prompt, completion, _, train, _) in enumerate(rows):
             full = prompt + completion
             ids[row, : len(full)] = torch.tensor(full)
             attn[row, : len(full)] = 1
             if train:  # position t predicts token t + 1: completion tokens start at len(prompt)
                 mask[row, len(prompt) - 1 : len(full) - 1] = 1
-        adv = torch.tensor([a for _, _, a, _ in rows], dtype=torch.float32)
-        train_rows = torch.tensor([float(t) for *_, t in rows])
+        adv = torch.tensor([a for _, _, a, _, _ in rows], dtype=torch.float32)
+        train_rows = torch.tensor([float(t) for _, _, _, t, _ in rows])
         device = self.engine.device
-        return {
+        batch = {
             "ids": ids.to(device), "attn": attn.to(device), "mask": mask.to(device),
             "adv": adv.to(device), "train": train_rows,
         }  # fmt: skip
+        pictures = [path for *_, paths in rows for path in paths]
+        if pictures:  # in row order, as the rows' image tokens come
+            from training.vlm import pixel_values
+
+            values = pixel_values(self.loaded.processor, pictures)
+            batch["pixel_values"] = values.to(device, dtype=self.engine.module.dtype)
+        return batch
 
     # ----------------------------------------------------------------- train
     def train(self) -> Path:
@@ -685,7 +701,7 @@ class RLTrainer:
 
                 output.mkdir(parents=True, exist_ok=True)
                 self.engine.module.save_pretrained(str(output))
-                self.loaded.tokenizer.save_pretrained(str(output))
+                (self.loaded.processor or self.loaded.tokenizer).save_pretrained(str(output))
                 summary = run_summary(self, step, elapsed)
                 text = json.dumps(summary, indent=2) + "\n"
                 (output / "training_summary.json").write_text(text)

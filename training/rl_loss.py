@@ -38,12 +38,20 @@ def all_equal(rewards: Sequence[float], tolerance: float = 1e-6) -> bool:
 
 
 def token_logprobs(
-    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    temperature: float,
+    pixel_values: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Log-probability and entropy of every next token (shape [batch, length - 1])."""
+    """Log-probability and entropy of every next token (shape [batch, length - 1]);
+    `pixel_values`: the pictures of the rows' image tokens (a vision-language model)."""
     import torch
 
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+    pictures = {} if pixel_values is None else {"pixel_values": pixel_values}
+    logits = model(
+        input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **pictures
+    ).logits
     logits = logits[:, :-1].float() / temperature
     logp_all = torch.log_softmax(logits, dim=-1)
     targets = input_ids[:, 1:].unsqueeze(-1)

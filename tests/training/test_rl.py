@@ -253,3 +253,34 @@ def test_two_turn_repair_episodes_train_the_policy_on_its_own_failures(tasks: Pa
     assert result.returncode == 0, result.stderr[-3000:]
     (step,) = _records(tmp_path / "run", "step")
     assert step["repair_turns"]["groups"] == 2 and step["repair_turns"]["valid"] == 0.0
+
+
+@pytest.mark.timeout(900)
+def test_image_tasks_join_a_run_of_a_vision_language_model(tasks: Path, tmp_path: Path):
+    # The shipped model joined to a fresh vision encoder; image tasks drawn from the corpus's
+    # parts. Rollouts are asked with the pictures, and the update reads them again.
+    from training.vlm import VisionSpec, build_vlm
+
+    vlm = build_vlm(MODEL, tmp_path / "vlm", VisionSpec(image_size=64, num_layers=1))
+    pictured = tmp_path / "images" / "tasks.jsonl"
+    pictured.parent.mkdir()
+    drawn = subprocess.run(
+        [str(BIN / "genservice"), "corpus", "images", str(tasks), "--share", "0.2", "--images-only",
+         "--split", "train", "--workers", "2", "--quiet", "-o", str(pictured)],
+        capture_output=True, text=True, cwd=REPO,
+    )  # fmt: skip
+    assert drawn.returncode == 0, drawn.stderr
+    path = _config(pictured, tmp_path, max_steps=1, save_every=1, heldout_every=0, micro_batch=2)
+    raw = yaml.safe_load(path.read_text())
+    raw["data"] = {**raw["data"], "domains": ["cad"], "heldout_tasks": 0, "audit_tasks": 0}
+    raw["model"] = {"from": str(vlm)}
+    raw["rollout"] = {**raw["rollout"], "prompts_per_step": 2, "group_size": 2,
+                      "max_new_tokens": 40}  # fmt: skip
+    raw["loss"] = {**raw["loss"], "max_resample": 0}
+    raw["reward"] = {}
+    path.write_text(yaml.safe_dump(raw))
+    result = _train("--config", str(path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    (step,) = _records(tmp_path / "run", "step")
+    assert step["loss"] is not None
+    assert (tmp_path / "model" / "processor_config.json").is_file(), "it stays a VLM"
