@@ -60,6 +60,20 @@ def _config(tasks: Path, root: Path, **training: object) -> Path:
     return path
 
 
+def _one_cad_step(tasks: Path, root: Path, model: Path = MODEL, **rollout: object) -> Path:
+    """A one-step run on CAD tasks with groups of two and 40-token replies (they all fail)."""
+    path = _config(tasks, root, max_steps=1, save_every=1, heldout_every=0, micro_batch=2)
+    raw = yaml.safe_load(path.read_text())
+    raw["data"] = {**raw["data"], "domains": ["cad"], "heldout_tasks": 0, "audit_tasks": 0}
+    raw["model"] = {"from": str(model)}
+    raw["rollout"] = {**raw["rollout"], "prompts_per_step": 2, "group_size": 2,
+                      "max_new_tokens": 40, **rollout}  # fmt: skip
+    raw["loss"] = {**raw["loss"], "max_resample": 0}
+    raw["reward"] = {}
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
 def _train(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(BIN / "genservice"), "train", "rl", "--no-progress", *args],
@@ -241,14 +255,7 @@ def test_resume_without_a_checkpoint_says_so(tasks: Path, tmp_path: Path):
 def test_two_turn_repair_episodes_train_the_policy_on_its_own_failures(tasks: Path, tmp_path: Path):
     # 40 new tokens cannot hold a part: every first turn fails, so each CAD group is followed
     # by a second turn asked to fix its best failing candidate with the validator's error.
-    path = _config(tasks, tmp_path, max_steps=1, save_every=1, heldout_every=0, micro_batch=2)
-    raw = yaml.safe_load(path.read_text())
-    raw["data"] = {**raw["data"], "domains": ["cad"], "heldout_tasks": 0, "audit_tasks": 0}
-    raw["rollout"] = {**raw["rollout"], "prompts_per_step": 2, "group_size": 2,
-                      "max_new_tokens": 40, "repair_turns": True}  # fmt: skip
-    raw["loss"] = {**raw["loss"], "max_resample": 0}
-    raw["reward"] = {}
-    path.write_text(yaml.safe_dump(raw))
+    path = _one_cad_step(tasks, tmp_path, repair_turns=True)
     result = _train("--config", str(path))
     assert result.returncode == 0, result.stderr[-3000:]
     (step,) = _records(tmp_path / "run", "step")
@@ -270,15 +277,7 @@ def test_image_tasks_join_a_run_of_a_vision_language_model(tasks: Path, tmp_path
         capture_output=True, text=True, cwd=REPO,
     )  # fmt: skip
     assert drawn.returncode == 0, drawn.stderr
-    path = _config(pictured, tmp_path, max_steps=1, save_every=1, heldout_every=0, micro_batch=2)
-    raw = yaml.safe_load(path.read_text())
-    raw["data"] = {**raw["data"], "domains": ["cad"], "heldout_tasks": 0, "audit_tasks": 0}
-    raw["model"] = {"from": str(vlm)}
-    raw["rollout"] = {**raw["rollout"], "prompts_per_step": 2, "group_size": 2,
-                      "max_new_tokens": 40}  # fmt: skip
-    raw["loss"] = {**raw["loss"], "max_resample": 0}
-    raw["reward"] = {}
-    path.write_text(yaml.safe_dump(raw))
+    path = _one_cad_step(pictured, tmp_path, model=vlm)
     result = _train("--config", str(path))
     assert result.returncode == 0, result.stderr[-3000:]
     (step,) = _records(tmp_path / "run", "step")
