@@ -15,7 +15,10 @@ generating and validating. Then repair (`--repair-requests K` per set, default 4
 from the test split, the held-out families and eval/requests_ood.jsonl served with one repair
 round, to measure how often a round is needed and fixes the part, and what a round costs against
 the fresh best-of-N it follows (the same request, back to back: its prompt is longer, carrying the
-failed program and its error).
+failed program and its error). Then pictures (`--image`): time to first token and candidates/s
+of a request with a picture against the same words without one, interleaved, on a
+vision-language model (the model itself when it is one, else the model joined to a fresh
+vision encoder: training/vlm.py; throughput needs no trained weights).
 
 Without --model it uses the shipped model (genservice/models/tiny) when present, else a tiny
 *random, untrained* Qwen2 built on the fly in a temporary directory: its candidates are
@@ -178,6 +181,64 @@ def _steering(loaded: Any, args: argparse.Namespace) -> dict:
     }
 
 
+def _image_cost(folder: Path, scratch: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """A request with a picture against the same words without one: first token and
+    candidates/s at a fixed length, interleaved."""
+    import dataclasses
+
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import View, render
+    from exporters.samples import sample_source
+    from genservice.generation.loader import load_model, model_kind
+    from genservice.generation.sampler import encode_prompt, sample
+    from training.vlm import VisionSpec, build_vlm
+    from validators.sandbox import SandboxPool
+
+    if model_kind(folder) != "vlm":
+        folder = build_vlm(folder, scratch / "vlm", VisionSpec())
+    loaded = load_model(folder, device=args.device)
+    endless = dataclasses.replace(loaded, eos_token_ids=(-1,))
+
+    with SandboxPool(size=1) as pool:
+        parts, _ = script_parts(sample_source("flange"), pool)
+    picture = Image.fromarray(render(parts, [View.orbit(30, 35)], 224))
+    words = "make this, 80 mm across"
+    asks = {
+        "image": (loaded.messages("cad", words, images=1), [picture]),
+        "text": (loaded.messages("cad", words), None),
+    }
+    times: dict[str, dict[str, list[float]]] = {name: {"first": [], "all": []} for name in asks}
+    settings = {"n": args.n, "seed": 0, "temperature": args.temperature, "top_p": args.top_p}
+    for messages, images in asks.values():  # warm-up
+        sample(endless, messages, max_new_tokens=2, images=images, **settings)
+    for _ in range(args.repeats):
+        for name, (messages, images) in asks.items():
+            begun = time.perf_counter()
+            sample(endless, messages, max_new_tokens=1, images=images, **settings)
+            times[name]["first"].append(time.perf_counter() - begun)
+            begun = time.perf_counter()
+            sample(endless, messages, max_new_tokens=args.max_new_tokens, images=images, **settings)
+            times[name]["all"].append(time.perf_counter() - begun)
+    found: dict[str, Any] = {}
+    for name, (messages, images) in asks.items():
+        first, whole = (
+            statistics.median(times[name]["first"]),
+            statistics.median(times[name]["all"]),
+        )
+        found[name] = {
+            "prompt_tokens": int(encode_prompt(loaded, messages, images)["input_ids"].shape[1]),
+            "first_token_s": first,
+            "candidates_per_s": args.n / whole,
+        }
+    found["first_token_ratio"] = found["image"]["first_token_s"] / found["text"]["first_token_s"]
+    found["throughput_ratio"] = (
+        found["image"]["candidates_per_s"] / found["text"]["candidates_per_s"]
+    )
+    return found
+
+
 def _repair_sets(per_set: int) -> dict[str, list[dict[str, Any]]]:
     """Requests to serve with repair: a few of the test split, the held-out families and the
     independent request set."""
@@ -275,6 +336,9 @@ def main() -> None:
         help="requests per set served with repair (0: skip)",
     )
     parser.add_argument("--repair-tokens", type=int, default=600, help="new tokens per candidate")
+    parser.add_argument(
+        "--image", action="store_true", help="also: a request with a picture against words only"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results/generate.json"))
     args = parser.parse_args()
 
@@ -338,6 +402,10 @@ def main() -> None:
                     }
                 )
             repair = _repair_cost(loaded, pool, args) if args.repair_requests > 0 else None
+        pictures = None
+        if args.image:
+            console.print("a request with a picture against words only")
+            pictures = _image_cost(folder, Path(scratch), args)
     generating = statistics.median(r["generate_s"] for r in requests)
     validating = statistics.median(r["validate_s"] for r in requests)
     summary = {
@@ -360,6 +428,8 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if repair is not None:
         summary["repair"] = repair["summary"]
+    if pictures is not None:
+        summary["image_request"] = pictures
     payload = {
         "summary": summary,
         "requests": requests,
@@ -395,6 +465,16 @@ def main() -> None:
     )
     if repair is not None:
         _print_repair(out, repair["summary"])
+    if pictures is not None:
+        out.print(
+            f"picture request: first token {pictures['image']['first_token_s']:.3f} s vs "
+            f"{pictures['text']['first_token_s']:.3f} s for words only "
+            f"({pictures['first_token_ratio']:.2f}x; {pictures['image']['prompt_tokens']} vs "
+            f"{pictures['text']['prompt_tokens']} prompt tokens); "
+            f"{pictures['image']['candidates_per_s']:.1f} vs "
+            f"{pictures['text']['candidates_per_s']:.1f} candidates/s "
+            f"({pictures['throughput_ratio']:.2f}x)"
+        )
     out.print(f"wrote {args.out}")
 
 

@@ -36,7 +36,7 @@ def trimesh_hits(parts: list[PartMesh], view: View, size: int) -> np.ndarray:
     """The hit mask of one orthographic view by trimesh's ray caster (same rays as Scene)."""
     import trimesh
 
-    mesh = trimesh.util.concatenate([p.trimesh() for p in parts])
+    mesh: Any = trimesh.util.concatenate([p.trimesh() for p in parts])
     points = np.concatenate([np.asarray(p.vertices, dtype=np.float64) for p in parts])
     centre = (points.min(axis=0) + points.max(axis=0)) / 2
     radius = float(np.linalg.norm(points - centre, axis=1).max())
@@ -55,7 +55,9 @@ def trimesh_hits(parts: list[PartMesh], view: View, size: int) -> np.ndarray:
 def views_per_second(shapes: list[list[PartMesh]], size: int, repeats: int) -> dict[str, Any]:
     """Both casters on the rig's orthographic views of every shape, interleaved."""
     views = [View.named(name) for name in RIG[:3]]  # the orthographic ones
-    open3d_s, trimesh_s, agree = [], [], []
+    open3d_s: list[float] = []
+    trimesh_s: list[float] = []
+    agree: list[float] = []
     Scene(shapes[0]).cast(views[0], 16)  # load open3d and Embree once, outside the timing
     trimesh_hits(shapes[0], views[0], 16)
     for _ in range(repeats):
