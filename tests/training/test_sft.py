@@ -403,9 +403,14 @@ def test_the_shipped_stage_two_config_fits_90_minutes_with_stage_one() -> None:
     assert (stages[-1]["wall_time_s"] + stages[-2]["wall_time_s"]) / 60 <= 90
 
 
-def test_the_stage_three_config_continues_the_shipped_model_within_90_minutes() -> None:
+def test_the_stage_three_configs_continue_stage_two_within_90_minutes() -> None:
+    stage_two = SFTConfig.from_yaml(ROOT / "training" / "configs" / "tiny_stage2.yaml")
     stage_three = SFTConfig.from_yaml(ROOT / "training" / "configs" / "tiny_stage3.yaml")
-    assert str(stage_three.model.from_dir) == "genservice/models/tiny"
+    stage_three_b = SFTConfig.from_yaml(ROOT / "training" / "configs" / "tiny_stage3b.yaml")
+    # stage 2 -> stage 3 -> stage 3b, each from the one before
+    assert stage_three.model.from_dir == stage_two.output_dir
+    assert stage_three_b.model.from_dir == stage_three.output_dir
+    assert (stage_three_b.training.max_minutes or 0) <= 90
     assert (stage_three.training.max_minutes or 0) <= 90
     # a repair row carries its failed program: it must fit the window the model was built with
     assert stage_three.training.max_seq_len <= 1024
