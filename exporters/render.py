@@ -39,7 +39,7 @@ NAMED_VIEWS: dict[str, tuple[tuple[float, float, float], tuple[float, float, flo
 }
 RIG = ("front", "top", "right", "iso")  # the fixed multi-view rig of previews and image tasks
 STYLES = ("shaded", "normals", "depth", "silhouette", "lines")
-MIN_SIZE, MAX_SIZE = 16, 2048
+MIN_SIZE, MAX_SIZE = 16, 1024  # a 1024-px view casts a million rays (about 25 MB of them)
 MARGIN = 1.06  # the bounding sphere fills this fraction less than the frame
 BACKGROUND = (246, 247, 249)
 PART_COLOR = (0.58, 0.66, 0.76)  # a light steel blue
