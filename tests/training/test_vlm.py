@@ -36,19 +36,20 @@ def _picture(folder: Path, name: str, size: tuple[float, float, float]) -> str:
 
 @pytest.fixture(scope="module")
 def image_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Text rows and image rows (pictures beside the file, paths relative to it)."""
+    """Text rows, each CAD row followed by its image row (pictures beside the file, paths
+    relative to it), as `genservice corpus images` writes them."""
     folder = tmp_path_factory.mktemp("vlm-data")
-    rows = synthetic_rows()
-    pictures = []
-    for row in rows:
+    rows = []
+    for row in synthetic_rows():
+        rows.append(row)
         if row["domain"] == "cad":
             size = tuple(float(v) for v in row["prompt"].split()[2:5:2])
             name = _picture(folder, f"{row['id']}.png", (size[0], size[1], 8.0))
-            pictures.append({**row, "id": row["id"] + "-image-0", "prompt": "make this"} | {
+            rows.append({**row, "id": row["id"] + "-image-0", "prompt": "make this"} | {
                 "images": [name], "image": True,
             })  # fmt: skip
     path = folder / "tasks.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, *pictures]))
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
@@ -179,7 +180,7 @@ def test_eval_reads_pictures_with_a_vlm_and_refuses_them_without(
 
     vlm = build_vlm(text_model, tmp_path / "vlm", VisionSpec(**VISION))
     out = tmp_path / "eval"
-    args = ["eval", "--tasks", str(image_data), "--domains", "cad", "--limit", "30", "--n", "2"]
+    args = ["eval", "--tasks", str(image_data), "--domains", "cad", "--limit", "12", "--n", "2"]
     code = main([*args, "--model", str(vlm), "--max-new-tokens", "8", "-o", str(out)])
     assert code == 0
     summary = json.loads((out / "eval.json").read_text())["summary"]
