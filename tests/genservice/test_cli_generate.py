@@ -100,7 +100,7 @@ def test_vlm_refuses_an_unreadable_image(capsys, tmp_path):
     broken = tmp_path / "broken.png"
     broken.write_bytes(b"not an image")
     code, _, err = _run(capsys, "like this", "--model", str(folder), "--image", str(broken))
-    assert code == 2 and "cannot read image" in err
+    assert code == 2 and "not a PNG or JPEG picture" in err
 
 
 def test_missing_shipped_model_says_how_to_train_it(capsys, monkeypatch, tmp_path):
@@ -176,7 +176,7 @@ def test_the_default_export_writes_a_preview_picture(
 
     monkeypatch.setattr(genservice.cli_generate, "open_pool", lambda *args: _Borrowed(pool))
     monkeypatch.setattr(
-        engine, "sample", lambda loaded, messages, n, *rest: [Completion(BOX, (), 0.0, "stop")] * n
+        engine, "sample", lambda loaded, messages, n, **rest: [Completion(BOX, (), 0.0, "stop")] * n
     )
     code, out, err = _run(
         capsys, "a 20 x 10 x 5 box", "--model", str(model_dir), "--n", "1", "--json",

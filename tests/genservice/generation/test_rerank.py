@@ -68,7 +68,9 @@ def test_a_valid_candidate_beats_an_invalid_one_with_a_higher_reward(monkeypatch
         "misses": Report.build(False, 0.9, {"spec": Check(0.5, False)}),
         "meets": Report.build(True, 0.6, {"spec": Check(1.0, True)}),
     }
-    monkeypatch.setattr(cad, "validate_cad", lambda program, pool, **kwargs: reports[program])
+    monkeypatch.setattr(
+        cad, "run_cad", lambda program, pool, **kwargs: cad.CadRun(reports[program], None)
+    )
     ranked = rerank(["misses", "meets"], "cad", pool=None)
     assert [s.program for s in ranked] == ["meets", "misses"]
 
