@@ -119,13 +119,8 @@ def build_vlm(text_dir: Path | str, out_dir: Path | str, spec: VisionSpec, seed:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out_dir))
-    save_processor(processor, out_dir)
+    processor.save_pretrained(str(out_dir))  # tokenizer, picture settings, chat template
     return out_dir
-
-
-def save_processor(processor: Any, folder: Path) -> None:
-    """The processor's files (tokenizer, picture settings, chat template) in `folder`."""
-    processor.save_pretrained(str(folder))
 
 
 def load_vlm(folder: Path | str) -> tuple[Any, Any]:

@@ -114,10 +114,11 @@ class Target:
 
     def __init__(self, picture: Any) -> None:
         pixels = np.asarray(picture.convert("RGB") if hasattr(picture, "convert") else picture)
-        self.whole = _read(pixels)
+        mask = foreground(pixels)
+        self.whole = _read(pixels, mask)
         self.panels = _rig_panels(pixels)
         # A drawing shows no see-through holes: candidates' silhouettes are filled likewise.
-        self.drawing = is_drawing(foreground(pixels))
+        self.drawing = is_drawing(mask)
 
     @property
     def readable(self) -> bool:
@@ -125,8 +126,10 @@ class Target:
         return self.whole is not None
 
 
-def _read(pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    mask = foreground(pixels)
+def _read(
+    pixels: np.ndarray, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    mask = foreground(pixels) if mask is None else mask
     if np.count_nonzero(mask) < 12 or mask.mean() > 0.97:
         return None
     if is_drawing(mask):  # a line drawing: the part is what its outline encloses
