@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from training.evaluate import markdown_table, repair_table
+from training.evaluate import markdown_table, modality_table, repair_table
 
 
 def _pct(value: float | None) -> str:
@@ -134,6 +134,15 @@ def _cut_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _vision(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The vision encoder's settings when a stage joined one (a vision-language model)."""
+    for stage in _stages(summary):
+        vision = ((stage.get("config") or {}).get("model") or {}).get("vision")
+        if vision:
+            return dict(vision)
+    return None
+
+
 def _commands(summary: dict[str, Any]) -> list[str]:
     lines = []
     for stage in _stages(summary):
@@ -170,6 +179,13 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             else ""
         )
         + (
+            " Then a vision encoder, trained from scratch, was joined to it (LLaVA): it reads "
+            "a picture of a part (a render, a screenshot, a line drawing), with or without "
+            "words, and writes the CadQuery program that builds it."
+            if _vision(summary)
+            else ""
+        )
+        + (
             " A last stage of online RL rewarded it with the validators' scores of its own "
             "samples (`genservice train rl`)."
             if summary.get("kind") == "rl"
@@ -180,6 +196,14 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
         f"- {model['parameters'] / 1e6:.2f} M parameters, vocabulary {model['vocab_size']} "
         "(byte-level BPE trained on the corpus, digits split one per token)",
         f"- architecture: `{json.dumps(_stages(summary)[0]['config']['model']['init'])}`",
+        *(
+            [
+                f"- vision encoder (CLIP-style, trained from scratch) and projector: "
+                f"`{json.dumps(_vision(summary))}`; {model['architecture']}"
+            ]
+            if _vision(summary)
+            else []
+        ),
         "",
         "## Data",
         f"- corpus: `{data['train_file']}`, built by `genservice corpus build` (see the command "
@@ -219,6 +243,9 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             "",
             markdown_table(report["summary"]),
         ]
+        by_modality = modality_table(report["summary"])
+        if by_modality:
+            lines += ["Pictures and words:", "", by_modality]
         repaired = repair_table(report["summary"])
         if repaired:
             lines += [meta.get("repairing", ""), "", repaired]

@@ -550,7 +550,7 @@ def _train_sft(
             )
             lr = lr_at(step, total_steps, config, time_used)
             for lr_group in optimizer.param_groups:
-                lr_group["lr"] = lr
+                lr_group["lr"] = lr * lr_group["lr_scale"]
             step_loss = 0.0
             for examples in micro:
                 batch = collate(examples, pad_id, processor)
@@ -729,20 +729,35 @@ def _unit_hash(text: str) -> float:
 
 
 def _optimizer(model: Any, config: SFTConfig) -> Any:
-    """AdamW; no weight decay on vectors (norms, biases)."""
+    """AdamW; no weight decay on vectors (norms, biases); with `training.language_lr`, the
+    language model's parameters learn at that rate, the vision encoder and projector at `lr`."""
     import torch
 
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups: list[dict[str, Any]] = [
-        {"params": [p for p in params if p.dim() >= 2]},
-        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
-    ]
+    train = config.training
+    scale = 1.0 if train.language_lr is None else train.language_lr / train.lr
+    groups: list[dict[str, Any]] = []
+    for is_language, lr_scale in ((False, 1.0), (True, scale)):
+        params = [
+            p
+            for name, p in model.named_parameters()
+            if p.requires_grad and _is_language_parameter(name) == is_language
+        ]
+        groups += [
+            {"params": [p for p in params if p.dim() >= 2], "lr_scale": lr_scale},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0, "lr_scale": lr_scale},
+        ]
+    groups = [group for group in groups if group["params"]]
     return torch.optim.AdamW(
         groups,
         lr=config.training.lr,
         betas=(config.training.betas[0], config.training.betas[1]),
         weight_decay=config.training.weight_decay,
     )
+
+
+def _is_language_parameter(name: str) -> bool:
+    """Whether a parameter belongs to the language model (not a LLaVA vision tower or projector)."""
+    return not any(part in name for part in ("vision_tower", "multi_modal_projector"))
 
 
 def _data_summary(

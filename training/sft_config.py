@@ -194,6 +194,9 @@ class TrainingConfig:
     keep_checkpoints: int = 2
     num_threads: int = 2  # torch intra-op threads; 0 leaves torch's default
     bf16: bool = False  # bfloat16 autocast on CPU (weights and optimizer stay float32)
+    # With model.vision: the peak learning rate of the pre-trained language model, lower than
+    # `lr` (the new vision encoder and projector) so text requests keep their quality.
+    language_lr: float | None = None
 
     def __post_init__(self) -> None:
         section = "training"
@@ -202,6 +205,8 @@ class TrainingConfig:
         for name in ("warmup_steps", "seed", "eval_every", "save_every", "num_threads"):
             _positive_int(section, name, getattr(self, name), zero_ok=True)
         _positive_number(section, "lr", self.lr)
+        if self.language_lr is not None:
+            _positive_number(section, "language_lr", self.language_lr)
         if self.schedule not in SCHEDULES:
             raise ValueError(f"training.schedule must be one of {list(SCHEDULES)}")
         if not (isinstance(self.min_lr_ratio, int | float) and 0 <= self.min_lr_ratio <= 1):

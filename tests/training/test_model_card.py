@@ -55,3 +55,34 @@ def test_a_retrieval_model_card_says_how_examples_reach_the_prompt(tmp_path: Pat
     plain = _summary("genservice train sft --config a.yaml", 47.0, None)
     (tmp_path / "training_summary.json").write_text(json.dumps(plain))
     assert "solved train tasks" not in write_model_card(tmp_path, []).read_text()
+
+
+def test_a_vision_language_model_card_says_it_reads_pictures_and_shows_both_modalities(
+    tmp_path: Path,
+) -> None:
+    base = _summary("genservice train sft --config a.yaml", 47.0, None)
+    vlm = _summary("genservice train sft --config tiny_vlm.yaml", 60.0, "genservice/models/tiny")
+    vlm["base"] = base
+    vlm["config"]["model"]["vision"] = {"image_size": 160, "patch_size": 16}
+    vlm["model"]["architecture"] = "LlavaForConditionalGeneration"
+    (tmp_path / "training_summary.json").write_text(json.dumps(vlm))
+    group = {
+        "tasks": 2,
+        "pass@1": {"invalidity": 0.0, "iou_valid_median": 0.9, "iou_all_median": 0.9},
+        "best_of_8": {"iou_all_median": 0.95, "bbox_within_5pct": 1.0},
+    }
+    summary = {
+        "domains": {},
+        "families": {},
+        "overall": group,
+        "modalities": {"image": group, "text": group},
+        "selection": "best of N by the blind reward",
+    }
+    meta = {"tasks": "images_test.jsonl", "task_count": 2, "n": 8, "command": "genservice eval"}
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "eval.json").write_text(json.dumps({"meta": meta, "summary": summary}))
+    card = write_model_card(tmp_path, [tmp_path / "eval"]).read_text()
+    assert "reads a picture of a part" in card and '"image_size": 160' in card
+    assert "| image | 2 |" in card and "| text | 2 |" in card
+    (tmp_path / "training_summary.json").write_text(json.dumps(base))
+    assert "picture" not in write_model_card(tmp_path, []).read_text()

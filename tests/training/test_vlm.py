@@ -147,6 +147,31 @@ def test_sft_trains_a_vlm_on_pictures_and_text_and_it_serves(
     assert json.loads((out / SUMMARY_FILE).read_text())["steps"] == 10
 
 
+def test_the_language_model_can_learn_gentler_than_the_new_vision_encoder(
+    image_data: Path, text_model: Path, tmp_path: Path
+) -> None:
+    from training.sft import _optimizer
+    from training.vlm import build_vlm, load_vlm
+
+    vlm, _ = load_vlm(build_vlm(text_model, tmp_path / "vlm", VisionSpec(**VISION)))
+    raw = micro_config(image_data, tmp_path / "out", max_steps=2)
+    raw["model"] = {"from": str(text_model), "vision": VISION}
+    raw["training"]["language_lr"] = 2e-4
+    optimizer = _optimizer(vlm, SFTConfig.from_dict(raw))
+    scale_of = {id(p): g["lr_scale"] for g in optimizer.param_groups for p in g["params"]}
+    names = dict(vlm.named_parameters())
+    assert len(scale_of) == sum(1 for p in names.values() if p.requires_grad)
+    vision = [n for n in names if "vision_tower" in n or "multi_modal_projector" in n]
+    language = [n for n in names if n not in vision]
+    assert vision and language
+    assert {scale_of[id(names[n])] for n in vision} == {1.0}
+    lr = raw["training"]["lr"]
+    assert [scale_of[id(names[n])] for n in language] == pytest.approx([2e-4 / lr] * len(language))
+    raw["training"]["language_lr"] = -1
+    with pytest.raises(ValueError, match="language_lr"):
+        SFTConfig.from_dict(raw)
+
+
 def test_pictures_need_a_vision_model(image_data: Path, tmp_path: Path) -> None:
     raw = micro_config(image_data, tmp_path / "text", max_steps=2)
     with pytest.raises(SetupError, match=r"model\.vision"):
