@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 
 def png(size: int = 64, mode: str = "RGB") -> bytes:
@@ -31,3 +32,40 @@ def bad_pictures() -> dict[str, tuple[bytes, str]]:
         "animated": (saved(frames[0], "PNG", save_all=True, append_images=frames[1:]), "animated"),
         "huge": (saved(Image.new("1", (5000, 4000)), "PNG"), "too large"),
     }
+
+
+# The part the picture round trips use: a test-split instance of a common family, drawn with
+# the renderer's default four-view rig (what `genservice render` makes and a user would upload).
+ROUND_TRIP_FAMILY = "flange"
+ROUND_TRIP_SEED = 0
+
+
+def pictured_test_part(folder: Path, family: str = ROUND_TRIP_FAMILY, seed: int = ROUND_TRIP_SEED):
+    """A test-split part written to folder: (its program's path, its mesh, its picture's path)."""
+    import trimesh
+
+    from exporters.export import script_parts
+    from exporters.render import png_bytes, render
+    from training.corpus.build import build_corpus
+    from validators.sandbox import SandboxPool
+
+    row = next(iter(build_corpus(1, seed, families=[family], split="test")))
+    with SandboxPool(size=1) as pool:
+        parts, report = script_parts(row["reference"], pool, domain=row["domain"])
+    assert report.valid, report
+    mesh = trimesh.util.concatenate([part.trimesh() for part in parts])
+    folder.mkdir(parents=True, exist_ok=True)
+    program, picture = folder / f"{family}.py", folder / f"{family}.png"
+    program.write_text(row["reference"])
+    picture.write_bytes(png_bytes(render(parts)))
+    return program, mesh, picture
+
+
+def iou_to(mesh, stl: bytes | Path) -> float:
+    """Volumetric IoU (shapes centred and scaled to unit size) of an STL to a mesh."""
+    import trimesh
+
+    from validators.cad.similarity import iou
+
+    data = stl.read_bytes() if isinstance(stl, Path) else stl
+    return iou(trimesh.load(io.BytesIO(data), file_type="stl"), mesh)

@@ -204,3 +204,23 @@ def test_generate_help_loads_neither_torch_nor_transformers():
     )
     assert run.returncode == 0, run.stderr
     assert set(json.loads(run.stdout)).isdisjoint({"torch", "transformers", "cadquery"})
+
+
+def test_a_test_split_render_comes_back_as_the_part_it_shows(tmp_path):
+    """A user renders a part, hands the picture to `generate --image` and gets that part back."""
+    from tests.pictures import iou_to, pictured_test_part
+
+    program, mesh, _ = pictured_test_part(tmp_path / "ref")
+    picture = tmp_path / "screenshot.png"
+    rendered = _genservice("render", str(program), "-o", str(picture))
+    assert rendered.returncode == 0, rendered.stderr
+    out = tmp_path / "out"
+    done = _genservice(
+        "generate", "make this", "--image", str(picture), "--n", "4", "--seed", "0",
+        "--formats", "stl", "--max-new-tokens", "600", "-o", str(out), "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["valid"], result["message"]
+    assert "image_match" in result["report"]["checks"], "candidates are compared with the picture"
+    assert iou_to(mesh, next(out.glob("*.stl"))) >= 0.8

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.genservice.api.service import FLANGE, Service, wait_job
-from tests.pictures import bad_pictures, png
+from tests.pictures import bad_pictures
 
 pytestmark = pytest.mark.slow
 BOX = (
@@ -455,15 +455,35 @@ def test_bad_requests_get_a_422_that_says_what_to_fix(
     assert fragment in json.dumps(response.json()["detail"])
 
 
-def test_images_reach_the_model_check_and_oversized_bodies_get_413(service: Service) -> None:
+@pytest.mark.parametrize("upload", ["multipart", "json"])
+def test_a_test_split_render_comes_back_as_the_part_it_shows(
+    service: Service, upload: str, tmp_path: Path
+) -> None:
+    from tests.pictures import iou_to, pictured_test_part
+
+    _, mesh, picture = pictured_test_part(tmp_path)
+    request = {"prompt": "make this", "n": 4, "seed": 0}
     with service.client() as client:
-        # The shipped model reads text only: the job fails and says so.
-        files = [("images", ("ref.png", png(), "image/png"))]
-        data = {"request": json.dumps({"prompt": "a part like this", "n": 1})}
-        response = client.post("/v1/generations", data=data, files=files)
+        if upload == "multipart":
+            files = [("images", ("screenshot.png", picture.read_bytes(), "image/png"))]
+            data = {"request": json.dumps(request)}
+            response = client.post("/v1/generations", data=data, files=files)
+        else:
+            request["images"] = [base64.b64encode(picture.read_bytes()).decode()]
+            response = client.post("/v1/generations", json=request)
         assert response.status_code == 202, response.text
-        failed = wait_job(client, response.json()["id"])
-        assert failed["status"] == "failed" and "text only" in failed["error"]
+        done = wait_job(client, response.json()["id"], timeout=300)
+        assert done["status"] == "done", done["error"]
+        result = done["result"]
+        assert result["valid"] and "image_match" in result["report"]["checks"]
+        stl = next(a for a in result["assets"] if a["format"] == "stl")
+        part = client.get(stl["url"])
+        assert part.status_code == 200, part.text
+    assert iou_to(mesh, part.content) >= 0.8
+
+
+def test_oversized_and_malformed_bodies_get_413_and_422(service: Service) -> None:
+    with service.client() as client:
         big = client.post(
             "/v1/generations",
             content=b"{" + b" " * 1_100_000 + b"}",
