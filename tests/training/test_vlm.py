@@ -223,3 +223,14 @@ def test_the_vlm_stage_config_joins_a_vision_encoder_to_the_shipped_model() -> N
     assert str(config.model.from_dir) == "genservice/models/tiny"
     assert isinstance(config.model.vision, VisionSpec) and config.model.vision.image_tokens == 100
     assert (config.training.max_minutes or 0) <= 90
+
+
+def test_the_rl_config_with_pictures_reads_the_vlm_corpus_from_the_shipped_model() -> None:
+    from training.rl_config import RLConfig
+
+    root = Path(__file__).resolve().parents[2]
+    config = RLConfig.from_yaml(root / "training" / "configs" / "rl_vlm.yaml")
+    assert (
+        config.data.tasks == SFTConfig.from_yaml(root / "training/configs/tiny_vlm.yaml").data.train
+    )
+    assert config.model.from_dir == "genservice/models/tiny"
