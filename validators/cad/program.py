@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
+from validators.python_source import compile_tree
+from validators.python_source import parse as parse_python
+
 ParamValue = bool | int | float | str
 PROGRAM_FILENAME = "<program>"  # the name tracebacks give the script (see sandbox/guest/harness)
 
@@ -53,7 +56,7 @@ def _constant(node: ast.expr) -> ParamValue | None:
 def parse(source: str) -> ast.Module:
     """Parse a script, turning any failure into a ProgramError with the line."""
     try:
-        return ast.parse(source, filename=PROGRAM_FILENAME)
+        return parse_python(source, filename=PROGRAM_FILENAME)
     except SyntaxError as exc:
         raise ProgramError("syntax", f"SyntaxError: {exc.msg}", exc.lineno) from exc
     except (ValueError, RecursionError, MemoryError) as exc:
@@ -156,7 +159,7 @@ def _escape(text: str) -> str:
 
 def compile_program(source: str, values: dict[str, ParamValue]) -> CodeType:
     """Compile the script with parameter values substituted, keeping the source's line numbers."""
-    tree = ast.parse(source, filename=PROGRAM_FILENAME)
+    tree = parse_python(source, filename=PROGRAM_FILENAME)
     if values:
         for node in tree.body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -173,7 +176,7 @@ def compile_program(source: str, values: dict[str, ParamValue]) -> CodeType:
                 and _constant(node.value) is not None
             ):
                 node.value = ast.copy_location(ast.Constant(values[target.id]), node)
-    return compile(tree, PROGRAM_FILENAME, "exec")
+    return compile_tree(tree, PROGRAM_FILENAME)
 
 
 def parameters_json(parameters: dict[str, Parameter]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from validators.python_source import parse
 from validators.report import Check
 
 EXITS = {
@@ -261,7 +262,7 @@ def _constant_returns(body: list[ast.stmt]) -> Any:
 
 def scan(source: str | ast.Module) -> list[Finding]:
     """Findings for a program, in line order; [] when clean. Raises SyntaxError if unparsable."""
-    tree = ast.parse(source) if isinstance(source, str) else source
+    tree = parse(source) if isinstance(source, str) else source
     scanner = _Scanner(tree)
     scanner.visit(tree)
     unique = {(f.rule, f.line, f.message): f for f in scanner.findings}

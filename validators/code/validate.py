@@ -9,13 +9,13 @@ the reward to the floor. The tests run in the sandbox's judge process, never in 
 
 from __future__ import annotations
 
-import ast
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from validators.code import hacks
 from validators.code.guest import TestsError, hash_tests, plan_tests
+from validators.python_source import parse
 from validators.report import Check, ErrorInfo, Report
 from validators.reward import composite_reward
 from validators.sandbox.limits import Limits
@@ -100,13 +100,13 @@ def _validate(
         if not 0 < per_test_timeout_s <= 600:
             raise TestsError("per_test_timeout_s must be in (0, 600]")
         plan = plan_tests(tests, style)
-        ast.parse(context, "<context>")
+        parse(context, "<context>")
     except (TestsError, SyntaxError) as exc:
         error = ErrorInfo("bad_tests", f"the task's tests cannot be used: {exc}")
         return _report(not_run, False, error, {"duration_s": time.monotonic() - started}, weights)
     metrics: dict[str, Any] = {"tests_total": len(plan.names), "tests_passed": 0}
     try:
-        tree = ast.parse(source, "<program>")
+        tree = parse(source, "<program>")
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
         message = f"SyntaxError: {getattr(exc, 'msg', exc)}" + (f" (line {line})" if line else "")
