@@ -296,6 +296,8 @@ def _draw_chunk(
                 temporary.replace(target)
         except (ExportError, RenderError) as exc:
             return 0, f"{row['id']}: {exc}"
+        except Exception as exc:  # one row's surprise never ends a long pass: it is reported
+            return 0, f"{row['id']}: {type(exc).__name__}: {exc}"
         return len(plans) - len(missing), ""
 
     todo = [item for item in chunk if item[1]]
