@@ -38,6 +38,9 @@ def bad_pictures() -> dict[str, tuple[bytes, str]]:
 # the renderer's default four-view rig (what `genservice render` makes and a user would upload).
 ROUND_TRIP_FAMILY = "flange"
 ROUND_TRIP_SEED = 0
+# The part that comes back must be recognisably the one pictured (words alone, "make this",
+# give a part of IoU ~0.1 to it). The aim is 0.8; the shipped model gives 0.67 on this part.
+ROUND_TRIP_IOU = 0.5
 
 
 def pictured_test_part(folder: Path, family: str = ROUND_TRIP_FAMILY, seed: int = ROUND_TRIP_SEED):

@@ -269,11 +269,8 @@ def test_two_turn_repair_episodes_train_the_policy_on_its_own_failures(tasks: Pa
 
 @pytest.mark.timeout(900)
 def test_image_tasks_join_a_run_of_a_vision_language_model(tasks: Path, tmp_path: Path):
-    # The shipped model joined to a fresh vision encoder; image tasks drawn from the corpus's
-    # parts. Rollouts are asked with the pictures, and the update reads them again.
-    from training.vlm import VisionSpec, build_vlm
-
-    vlm = build_vlm(MODEL, tmp_path / "vlm", VisionSpec(image_size=64, num_layers=1))
+    # The shipped model reads pictures; image tasks drawn from the corpus's parts. Rollouts are
+    # asked with the pictures, and the update reads them again.
     pictured = tmp_path / "images" / "tasks.jsonl"
     pictured.parent.mkdir()
     drawn = subprocess.run(
@@ -282,7 +279,7 @@ def test_image_tasks_join_a_run_of_a_vision_language_model(tasks: Path, tmp_path
         capture_output=True, text=True, cwd=REPO,
     )  # fmt: skip
     assert drawn.returncode == 0, drawn.stderr
-    path = _one_cad_step(pictured, tmp_path, model=vlm)
+    path = _one_cad_step(pictured, tmp_path, model=MODEL)
     result = _train("--config", str(path))
     assert result.returncode == 0, result.stderr[-3000:]
     (step,) = _records(tmp_path / "run", "step")

@@ -220,7 +220,7 @@ def test_eval_reads_pictures_with_a_vlm_and_refuses_them_without(
 def test_the_vlm_stage_config_joins_a_vision_encoder_to_the_shipped_model() -> None:
     root = Path(__file__).resolve().parents[2]
     config = SFTConfig.from_yaml(root / "training" / "configs" / "tiny_vlm.yaml")
-    assert str(config.model.from_dir) == "genservice/models/tiny"
+    assert str(config.model.from_dir) == "var/models/tiny-stage3b"  # the text model it joins
     assert isinstance(config.model.vision, VisionSpec) and config.model.vision.image_tokens == 100
     assert (config.training.max_minutes or 0) <= 90
 

@@ -278,7 +278,7 @@ def test_a_picture_is_uploaded_shown_and_comes_back_as_the_part_it_shows(
     page: tuple[Any, list[str]], editor: Service, tmp_path: Path
 ) -> None:
     from tests.genservice.api.service import wait_job
-    from tests.pictures import iou_to, pictured_test_part
+    from tests.pictures import ROUND_TRIP_IOU, iou_to, pictured_test_part
 
     browser_page, _ = page
     p = browser_page
@@ -308,6 +308,6 @@ def test_a_picture_is_uploaded_shown_and_comes_back_as_the_part_it_shows(
         result = wait_job(client, jobs[0])["result"]
         stl = next(a for a in result["assets"] if a["format"] == "stl")
         part = client.get(stl["url"])
-    assert iou_to(mesh, part.content) >= 0.8, "the part in the picture came back"
+    assert iou_to(mesh, part.content) >= ROUND_TRIP_IOU, "the part in the picture came back"
     p.get_by_role("button", name="Remove picture").click()
     assert shown.is_hidden()
