@@ -744,7 +744,11 @@ def _optimizer(model: Any, config: SFTConfig) -> Any:
         ]
         groups += [
             {"params": [p for p in params if p.dim() >= 2], "lr_scale": lr_scale},
-            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0, "lr_scale": lr_scale},
+            {
+                "params": [p for p in params if p.dim() < 2],
+                "weight_decay": 0.0,
+                "lr_scale": lr_scale,
+            },
         ]
     groups = [group for group in groups if group["params"]]
     return torch.optim.AdamW(
