@@ -158,6 +158,7 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
     """Write MODEL_DIR/README.md from the training summary and the evaluations given."""
     summary = json.loads((model_dir / "training_summary.json").read_text())
     data, model = summary["data"], summary["model"]
+    vision = _vision(summary)
     lines = [
         f"# {model_dir.name}: genservice's embedded model",
         "",
@@ -182,7 +183,7 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             " Then a vision encoder, trained from scratch, was joined to it (LLaVA): it reads "
             "a picture of a part (a render, a screenshot, a line drawing), with or without "
             "words, and writes the CadQuery program that builds it."
-            if _vision(summary)
+            if vision
             else ""
         )
         + (
@@ -199,9 +200,9 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
         *(
             [
                 f"- vision encoder (CLIP-style, trained from scratch) and projector: "
-                f"`{json.dumps(_vision(summary))}`; {model['architecture']}"
+                f"`{json.dumps(vision)}`; {model['architecture']}"
             ]
-            if _vision(summary)
+            if vision
             else []
         ),
         "",
