@@ -10,6 +10,7 @@ from typing import Any
 
 from genservice.cli_common import UsageError, sandbox_limits
 from genservice.generation.engine import MAX_REPAIR
+from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
 
 # Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
 # only, so no test task is ever a training task whatever seed the training corpus used.
@@ -58,6 +59,15 @@ def add_eval_command(sub: Any) -> None:
         metavar="K",
         help="cad/scene: also measure after up to K repair rounds, as serving repairs (each "
         "failing sample and a failing best of N fed back with its error); default 0",
+    )
+    parser.add_argument(
+        "--fit",
+        type=int,
+        default=0,
+        metavar="K",
+        help="image tasks: also measure the best of N after up to K rounds of fitting its "
+        f"parameters to the picture, as serving fits (serving's default is {DEFAULT_FIT}); "
+        "default 0",
     )
     parser.add_argument(
         "--modality",
@@ -129,6 +139,14 @@ REPAIRING = (
 )
 
 
+# How the fitted figures are made (evaluate.fit_task).
+FITTING = (
+    "Fitted to the picture: up to {k} rounds, as served. The best of N of an image task has its "
+    "parameters adjusted on the sandbox pool while it stays valid and matches the picture "
+    "better (image_match only, never the reference; genservice/generation/fit.py)."
+)
+
+
 def _by_modality(
     tasks: list[dict[str, Any]], modality: str, reads_pictures: bool
 ) -> list[dict[str, Any]]:
@@ -158,6 +176,8 @@ def eval_command(args: argparse.Namespace) -> int:
         raise UsageError("--per-family must be at least 1")
     if not 0 <= args.repair <= MAX_REPAIR:
         raise UsageError(f"--repair must be between 0 and {MAX_REPAIR}")
+    if not 0 <= args.fit <= MAX_FIT:
+        raise UsageError(f"--fit must be between 0 and {MAX_FIT}")
     domains = [d.strip() for d in args.domains.split(",")] if args.domains else None
     if domains and set(domains) - {"cad", "scene", "code"}:
         raise UsageError("--domains takes cad, scene and code")
@@ -247,6 +267,7 @@ def eval_command(args: argparse.Namespace) -> int:
             progress=lambda done, total: progress.update(bar, completed=done),
             repair=repair,
             rounds=args.repair,
+            fit=args.fit,
         )
     meta = {
         "model": str(model_dir),
@@ -268,6 +289,8 @@ def eval_command(args: argparse.Namespace) -> int:
         "repair": args.repair,
         "modality": args.modality,
         "repairing": REPAIRING.format(k=args.repair) if args.repair else "",
+        "fit": args.fit,
+        "fitting": FITTING.format(k=args.fit) if args.fit else "",
         "command": "genservice " + " ".join(sys.argv[1:]),
     }
     paths = write_outputs(results, args.output, meta)

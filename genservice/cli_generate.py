@@ -21,6 +21,7 @@ from typing import Any
 
 from genservice.cli_common import UsageError, open_pool, sandbox_limits
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
+from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
 
 EXIT_OK, EXIT_FAILED = 0, 1
 DEFAULT_FORMATS = "glb,step,stl,png"
@@ -74,6 +75,15 @@ def add_generate_command(sub: Any) -> None:
         f"candidate and its error back to the model (default {DEFAULT_REPAIR}; 0 = off; "
         f"at most {MAX_REPAIR})",
     )
+    generate.add_argument(
+        "--fit",
+        type=int,
+        default=DEFAULT_FIT,
+        metavar="K",
+        help="with --image: up to K rounds that adjust the best part's parameters while it "
+        "stays valid and looks more like the picture (default "
+        f"{DEFAULT_FIT}; 0 = off; at most {MAX_FIT})",
+    )
     generate.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 … (default auto)")
     generate.add_argument("--timeout", type=float, help="sandbox seconds per candidate")
     generate.add_argument("--workers", type=int, help="parallel sandbox workers")
@@ -116,7 +126,9 @@ def generate_command(args: argparse.Namespace) -> int:
                         tasks.clear()
                         progress.add_task(f"repair round {done} of {total}", total=None)
                         return
-                    if stage not in ("generating", "validating"):
+                    if stage == "fitting":  # rounds of fitting to the picture: one bar
+                        stage = "fitting to the picture"
+                    if stage not in ("generating", "validating", "fitting to the picture"):
                         return
                     if stage not in tasks:
                         tasks[stage] = progress.add_task(stage, total=total)
@@ -128,6 +140,18 @@ def generate_command(args: argparse.Namespace) -> int:
         finally:
             _close(starting)
     return _finish(args, result, files, export_error)
+
+
+def fit_line(fit: dict[str, Any]) -> str:
+    """What fitting to the picture did, in one line."""
+    if not fit["improved"]:
+        return (f"fitted to the picture: no change looked more like it "
+                f"(image_match {fit['score_before']:.2f}, {fit['trials']} tries)")  # fmt: skip
+    changes = ", ".join(f"{name} {old:g} → {new:g}" for name, (old, new) in fit["changed"].items())
+    return (
+        f"fitted to the picture: image_match {fit['score_before']:.2f} → "
+        f"{fit['score_after']:.2f} ({changes}; {fit['trials']} tries, {fit['seconds']:.1f} s)"
+    )
 
 
 def _close(starting: Future[Any]) -> None:
@@ -155,6 +179,8 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
         raise UsageError("--top-p must be in (0, 1]")
     if not 0 <= args.repair <= MAX_REPAIR:
         raise UsageError(f"--repair must be between 0 and {MAX_REPAIR}")
+    if not 0 <= args.fit <= MAX_FIT:
+        raise UsageError(f"--fit must be between 0 and {MAX_FIT}")
     if (args.edit is None) != (args.instruction is None):
         raise UsageError("--edit SCRIPT and --instruction TEXT go together")
     previous = _read_text(args.edit, "the program to edit") if args.edit is not None else None
@@ -168,6 +194,7 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
         "previous_program": previous,
         "instruction": args.instruction,
         "repair": args.repair,
+        "fit": args.fit,
     }
     if args.domain == "code":
         if args.tests is None or not args.entry_point:
@@ -412,6 +439,7 @@ def _finish(
                         for c in result.candidates
                     ],
                     "repairs": [r.to_dict() for r in result.repairs],
+                    "fit": result.fit,
                     "seed": result.seed,
                     "sampling": result.sampling,
                     "model_id": result.model_id,
@@ -438,6 +466,8 @@ def _finish(
         if result.repairs and result.valid:
             print(f"repaired: the best is candidate #{result.candidates[0].index} "
                   f"(round {result.candidates[0].round})")  # fmt: skip
+        if result.fit is not None:
+            print(fit_line(result.fit))
         for entry in files:
             print(f"{entry['format']:>10}  {entry['path']}")
         timings = result.timings

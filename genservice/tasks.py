@@ -242,6 +242,7 @@ def generation_request(rt: Runtime, job: Job, with_images: bool = True) -> Any:
         tests=r.get("tests"),
         entry_point=r.get("entry_point"),
         repair=int(r.get("repair") or 0),
+        fit=int(r.get("fit") or 0),
     )
 
 
@@ -374,6 +375,7 @@ def stage_validate(ctx: StageContext) -> None:
     started = time.perf_counter()
     asked = _asked(rt, job)
     items = judged_request(rt, job, asked)
+    picture = _request_picture(rt, job)
     ranked = rerank(
         [c["program"] for c in sampled],
         job.domain,
@@ -387,7 +389,7 @@ def stage_validate(ctx: StageContext) -> None:
         asked=asked,
         request=items,
         preview_size=CANDIDATE_PREVIEW_PX if job.kind == "generation" else None,
-        picture=_request_picture(rt, job),
+        picture=picture,
     )
     fresh = []
     for s in ranked:
@@ -424,6 +426,9 @@ def stage_validate(ctx: StageContext) -> None:
         return
     if _repair_next(rt, job, best, scored, result):
         return
+    if picture is not None and best["valid"]:
+        scored = _fit_to_picture(ctx, picture, scored, asked, items, result)
+        best = scored[0]
     if not best["valid"] and not not_as_asked(best["report"]):
         jobs.fail(
             rt.db,
@@ -449,6 +454,63 @@ def stage_validate(ctx: StageContext) -> None:
         return
     following = jobs.advance(rt.db, job.id, rt.worker, "validate", candidates=scored, result=result)
     rt.send(job.id, following)
+
+
+def _fit_to_picture(
+    ctx: StageContext,
+    picture: Any,
+    scored: list[dict[str, Any]],
+    asked: Any,
+    items: Any,
+    result: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Fit the best candidate to the request's picture when the request asks for rounds of it
+    (generation/fit.py); the candidates with the fitted one first when it looks more like the
+    picture, and what the fit did under result["fit"]."""
+    from genservice.generation.engine import wants_fit
+    from genservice.generation.fit import Trial, fit_to_picture, picture_validator
+    from genservice.generation.rerank import match_score
+    from validators.report import Report
+
+    rt, job = ctx.runtime, ctx.job
+    r = job.request
+    rounds = int(r.get("fit") or 0)
+    best = scored[0]
+    if not wants_fit(rounds, job.domain, True, best["valid"]):
+        return scored
+    validate = picture_validator(
+        job.domain, rt.pool(job.domain), picture, spec=r.get("spec"), asked=asked, request=items,
+        limits=rt.limits(), parameters=r.get("parameters") or None,
+        preview_size=CANDIDATE_PREVIEW_PX,
+    )  # fmt: skip
+    fit = fit_to_picture(
+        Trial(best["program"], True, match_score(Report.from_dict(best["report"]))),
+        r["prompt"],
+        validate,
+        rounds=rounds,
+        keep=set(r.get("parameters") or ()),
+        progress=lambda done, total: ctx.progress(
+            done, total, f"fitting to the picture: round {done} of {total}"
+        ),
+    )
+    result["fit"] = fit.to_dict()
+    if fit.scored is None:
+        return scored
+    chosen = fit.scored.record
+    index = max(c["index"] for c in scored) + 1
+    fitted = {
+        "index": index,
+        "round": best.get("round", 0),
+        "program": chosen.program,
+        "reward": chosen.reward,
+        "valid": chosen.valid,
+        "finish_reason": "fitted",
+        "fitted_from": best["index"],
+        "report": chosen.report.to_dict(),
+    }
+    if chosen.preview is not None:
+        fitted["preview_url"] = store_candidate_preview(rt, job.id, index, chosen.preview)
+    return [fitted, *scored]
 
 
 def _repair_next(

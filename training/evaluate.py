@@ -93,16 +93,22 @@ class TaskResult:
     rounds_one: list[int] = field(default_factory=list)
     rounds_best: int = 0
     best_program_after: str | None = None
+    # after fitting to the picture (an image task, when asked): the served result and the fit
+    after_fit: CandidateScore | None = None
+    fit: dict[str, Any] | None = None
+    best_program_fit: str | None = None
 
 
-def _cad_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: Any) -> list:
+def _cad_scores(
+    task: dict[str, Any], programs: list[str], pool: Any, limits: Any, reference: bool = True
+) -> list:
     from genservice.generation.asked import task_items
     from validators.cad import similarity
     from validators.cad.mesh import combine, decode_mesh
     from validators.cad.validate import BASE_CHECKS, CadOptions, run_cad
 
     reference_mesh = None  # a request set (eval/requests_*.jsonl) has sizes, not a reference
-    if task.get("reference"):
+    if task.get("reference") and reference:
         built = pool.run("cad", task["reference"], {"check_self_intersection": False}, limits)
         if not built.ok or not built.payload or "parts" not in built.payload:
             raise ValueError(f"task {task['id']}: its reference does not build a shape")
@@ -175,7 +181,9 @@ def _within(measured: Any, wanted: list[float], tolerance: float = 0.05) -> bool
     return all(abs(h - w) <= tolerance * w for h, w in zip(have, want, strict=True))
 
 
-def _code_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: Any) -> list:
+def _code_scores(
+    task: dict[str, Any], programs: list[str], pool: Any, limits: Any, reference: bool = True
+) -> list:
     from validators.code.validate import validate_code
 
     def score(program: str) -> CandidateScore:
@@ -197,11 +205,40 @@ def _code_scores(task: dict[str, Any], programs: list[str], pool: Any, limits: A
 
 
 def score_programs(
-    task: dict[str, Any], programs: list[str], pool: Any, limits: Any = None
+    task: dict[str, Any], programs: list[str], pool: Any, limits: Any = None, reference: bool = True
 ) -> list[CandidateScore]:
-    """Blind Reports (and, for valid parts, IoU and Chamfer to the reference) of programs."""
+    """Blind Reports (and, for valid parts, IoU and Chamfer to the reference unless `reference`
+    is False) of programs."""
     scorer = _code_scores if task["domain"] == "code" else _cad_scores
-    return scorer(task, programs, pool, limits) if programs else []
+    return scorer(task, programs, pool, limits, reference) if programs else []
+
+
+def fit_task(
+    task: dict[str, Any], result: TaskResult, rounds: int, pool: Any, limits: Any = None
+) -> None:
+    """Fit the served best (after repair, when it ran) of an image task to its picture, as
+    serving does (generation/fit.py): the trials are judged blind (checks and image_match, no
+    reference); only the fitted result is then scored against the reference."""
+    from genservice.generation.fit import Trial, fit_to_picture
+
+    program, score = result.programs[result.best], result.candidates[result.best]
+    if result.after_best is not None and result.best_program_after is not None:
+        program, score = result.best_program_after, result.after_best
+
+    def validate(programs: list[str]) -> list[Trial]:
+        scores = score_programs(task, programs, pool, limits, reference=False)
+        pairs = zip(programs, scores, strict=True)
+        return [Trial(p, s.all_checks, s.image_match or 0.0) for p, s in pairs]
+
+    fit = fit_to_picture(
+        Trial(program, score.all_checks, score.image_match or 0.0),
+        task.get("prompt", ""),
+        validate,
+        rounds=rounds,
+    )
+    if fit.improved:
+        program, score = fit.program, score_programs(task, [fit.program], pool, limits)[0]
+    result.after_fit, result.fit, result.best_program_fit = score, fit.to_dict(), program
 
 
 def repair_task(
@@ -277,6 +314,17 @@ def summarise(results: list[TaskResult]) -> dict[str, Any]:
         repaired = [r for r in cad if r.after_one is not None and r.after_best is not None]
         if repaired:
             out["after_repair"] = _repair_metrics(repaired)
+        fitted = [r for r in cad if r.after_fit is not None and r.fit is not None]
+        if fitted:
+            out["after_fit"] = {
+                f"best_of_{len(fitted[0].candidates)}": _cad_metrics(
+                    [r.after_fit for r in fitted if r.after_fit is not None]
+                ),
+                "tasks": len(fitted),
+                "improved": _share([bool(r.fit and r.fit["improved"]) for r in fitted]),
+                "trials_mean": _mean([float(r.fit["trials"]) for r in fitted if r.fit]),
+                "seconds_mean": _mean([float(r.fit["seconds"]) for r in fitted if r.fit]),
+            }
     if code:
         n = len(code[0].candidates)
         out["code_pass@1"] = statistics.fmean(
@@ -375,9 +423,11 @@ def run_evaluation(
     progress: ProgressFn | None = None,
     repair: RepairFn | None = None,
     rounds: int = 0,
+    fit: int = 0,
 ) -> list[TaskResult]:
     """Generate N candidates per task and score them (then, with `rounds` of `repair`, repair
-    the failing ones of CAD and scene tasks: repair_task)."""
+    the failing ones of CAD and scene tasks: repair_task; and with `fit` rounds, fit the best
+    of an image task to its picture: fit_task)."""
     items = list(tasks)
     results = []
     for index, task in enumerate(items):
@@ -385,6 +435,8 @@ def run_evaluation(
         result = evaluate_task(task, programs, pool, limits)
         if repair is not None and rounds > 0 and task["domain"] in REPAIR_DOMAINS:
             repair_task(task, result, repair, rounds, seed, pool, limits)
+        if fit > 0 and task.get("images") and task["domain"] in REPAIR_DOMAINS:
+            fit_task(task, result, fit, pool, limits)
         results.append(result)
         if progress is not None:
             progress(index + 1, len(items))
@@ -443,6 +495,14 @@ def modality_table(summary: dict[str, Any]) -> str:
             f"| {_num(best.get('iou_all_median'))} | {_num(best.get('image_match_median'))} "
             f"| {_pct(best.get('bbox_within_5pct'))} |"
         )
+        fitted = group.get("after_fit")
+        if fitted:
+            after = fitted[next(k for k in fitted if k.startswith("best_of_"))]
+            lines.append(
+                f"| {name}, fitted to the picture | {fitted['tasks']} | – | – | – | – "
+                f"| {_num(after.get('iou_all_median'))} | {_num(after.get('image_match_median'))} "
+                f"| {_pct(after.get('bbox_within_5pct'))} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -566,6 +626,15 @@ def write_outputs(results: list[TaskResult], out: Path, meta: dict[str, Any]) ->
                     "best_program_after": r.best_program_after,
                 }
                 if r.after_one is not None
+                else {}
+            ),
+            **(
+                {
+                    "after_fit": r.after_fit.__dict__ if r.after_fit else None,
+                    "fit": r.fit,
+                    "best_program_fit": r.best_program_fit,
+                }
+                if r.fit is not None
                 else {}
             ),
         }

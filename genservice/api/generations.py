@@ -256,6 +256,7 @@ async def create_generation(request: Request, service: State, key: Key) -> JobAc
         "formats": body.formats,
         "images": _save_images(service, images),
         "repair": body.repair,
+        "fit": body.fit,
     }
     job = jobs.create_job(
         service.db,

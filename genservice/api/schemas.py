@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
+from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
 
 Domain = Literal["cad", "scene", "code"]
 ExportFormat = Literal["glb", "step", "stl", "3mf", "ply", "spz", "splat-glb", "png"]
@@ -49,6 +50,14 @@ class GenerationCreate(Strict):
         description="cad/scene: when no candidate is valid, up to this many rounds feed the best "
         "failing candidate and its error back to the model (0 = off); the result lists them "
         "under `repairs`",
+    )
+    fit: int = Field(
+        default=DEFAULT_FIT,
+        ge=0,
+        le=MAX_FIT,
+        description="cad/scene with a picture: up to this many rounds adjust the best part's "
+        "parameters while it stays valid and looks more like the picture (0 = off); the "
+        "result says what changed under `fit`",
     )
 
 

@@ -14,9 +14,10 @@ from typing import Any
 
 from genservice.generation.binding import bind_candidates
 from genservice.generation.entry_point import EntryPoint, check_entry_point
+from genservice.generation.fit import MAX_FIT, Fit, Trial, fit_to_picture, picture_validator
 from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
-from genservice.generation.rerank import rerank
+from genservice.generation.rerank import match_score, rerank
 from genservice.generation.sampler import SamplingSettings, sample
 from validators.report import Report
 
@@ -44,10 +45,13 @@ class GenerationRequest:
     tests: str | None = None
     entry_point: str | None = None
     repair: int = 0  # rounds of repair when no candidate is valid (cad and scene)
+    fit: int = 0  # rounds of fitting the best to the request's picture (cad and scene)
 
     def __post_init__(self) -> None:
         if not 0 <= self.repair <= MAX_REPAIR:
             raise ValueError(f"repair must be between 0 and {MAX_REPAIR} rounds")
+        if not 0 <= self.fit <= MAX_FIT:
+            raise ValueError(f"fit must be between 0 and {MAX_FIT} rounds")
         if self.domain not in DOMAINS:
             raise ValueError(f"domain must be one of {DOMAINS}, not {self.domain!r}")
         if not self.prompt.strip():
@@ -87,6 +91,7 @@ class Candidate:
     report: Report
     finish_reason: str
     round: int = 0  # 0: the first sampling; r: written in repair round r
+    fitted_from: int | None = None  # the candidate this one was fitted to the picture from
 
     def to_dict(self, with_report: bool = False) -> dict[str, Any]:
         """JSON form (the Report only on request)."""
@@ -97,6 +102,7 @@ class Candidate:
             "index": self.index,
             "finish_reason": self.finish_reason,
             "round": self.round,
+            "fitted_from": self.fitted_from,
         }
         if with_report:
             data["report"] = self.report.to_dict()
@@ -134,6 +140,7 @@ class GenerationResult:
     timings: dict[str, float] = field(default_factory=dict)
     generated_tokens: int = 0
     repairs: list[RepairRound] = field(default_factory=list)
+    fit: dict[str, Any] | None = None  # what fitting to the picture did (Fit.to_dict)
 
     @property
     def valid(self) -> bool:
@@ -153,6 +160,7 @@ class GenerationResult:
             "timings": dict(self.timings),
             "generated_tokens": self.generated_tokens,
             "repairs": [r.to_dict() for r in self.repairs],
+            "fit": self.fit,
         }
 
 
@@ -365,6 +373,11 @@ def generate(
             )
         )
     repaired = time.perf_counter()
+    fit = None
+    if wants_fit(request.fit, request.domain, bool(request.images), candidates[0].valid):
+        notify("fitting", 0, request.fit)
+        fit, candidates = fit_best(request, candidates, pool, limits, parameters, notify)
+    fitted = time.perf_counter()
     best = candidates[0]
     valid = sum(c.valid for c in candidates)
     notify("done", valid, len(candidates))
@@ -381,7 +394,53 @@ def generate(
             "pool_wait_s": round(ready - generated, 4),
             "validate_s": round(validated - ready, 4),
             "repair_s": round(repaired - validated, 4),
+            "fit_s": round(fitted - repaired, 4),
         },
         generated_tokens=tokens,
         repairs=repairs,
+        fit=fit.to_dict() if fit is not None else None,
     )
+
+
+def wants_fit(rounds: int, domain: str, pictured: bool, best_valid: bool) -> bool:
+    """Whether the best is fitted to the picture: asked for, a part from a picture, valid."""
+    return rounds > 0 and pictured and best_valid and domain in REPAIR_DOMAINS
+
+
+def fit_best(
+    request: GenerationRequest,
+    candidates: list[Candidate],
+    pool: Any,
+    limits: Any | None = None,
+    parameters: dict[str, Any] | None = None,
+    progress: ProgressCallback | None = None,
+) -> tuple[Fit, list[Candidate]]:
+    """Fit the best candidate to the request's picture (fit.py); the candidates with the fitted
+    one first when it matches the picture better."""
+    best = candidates[0]
+    validate = picture_validator(
+        request.domain, pool, request.images[0], spec=request.spec, asked=request.asked(),
+        limits=limits, parameters=parameters,
+    )  # fmt: skip
+    fit = fit_to_picture(
+        Trial(best.program, best.valid, match_score(best.report)),
+        request.prompt,
+        validate,
+        rounds=request.fit,
+        keep=set(parameters or ()),
+        progress=(lambda done, total: progress("fitting", done, total)) if progress else None,
+    )
+    if fit.scored is None:
+        return fit, candidates
+    scored = fit.scored.record
+    fitted = Candidate(
+        fit.program,
+        scored.reward,
+        scored.valid,
+        max(c.index for c in candidates) + 1,
+        scored.report,
+        "fitted",
+        best.round,
+        fitted_from=best.index,
+    )
+    return fit, [fitted, *candidates]

@@ -13,9 +13,10 @@ the distance of the camera matters, only shape. At each viewpoint two things are
   picture shows stand in for the normals the renderer knows.
 
 The score is the best viewpoint's 0.6 * IoU + 0.4 * outline F1 (it passes at 0.7). A picture
-of the rig (four panels in a 2x2 grid, as previews and image tasks draw it) is also compared
-panel by panel with the candidate's rig, and the better reading counts. The check is advisory:
-it never makes a part invalid; it ranks valid candidates (best-of-N) and says how close each is.
+of the rig (four panels in a 2x2 grid, as previews and image tasks draw it) is compared panel
+by panel with the candidate's rig instead: the collage as a whole looks like no one view. The
+check is advisory: it never makes a part invalid; it ranks valid candidates (best-of-N) and
+says how close each is.
 """
 
 from __future__ import annotations
@@ -108,6 +109,9 @@ def _f1(a: np.ndarray, b: np.ndarray) -> float:
     return float(2 * precision * recall / (precision + recall)) if precision + recall else 0.0
 
 
+Reading = tuple[np.ndarray, np.ndarray, np.ndarray]  # silhouette, outline, framed mask
+
+
 class Target:
     """A request's picture, read once: its normalised silhouette and edges (and its panels
     when it is a 2x2 rig)."""
@@ -126,9 +130,7 @@ class Target:
         return self.whole is not None
 
 
-def _read(
-    pixels: np.ndarray, mask: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray] | None:
+def _read(pixels: np.ndarray, mask: np.ndarray | None = None) -> Reading | None:
     mask = foreground(pixels) if mask is None else mask
     if np.count_nonzero(mask) < 12 or mask.mean() > 0.97:
         return None
@@ -140,7 +142,9 @@ def _read(
     outline = normalise(mask, picture_edges(pixels, mask))
     if silhouette is None or outline is None:
         return None
-    return silhouette, outline
+    # Also as framed (for a rig's panels): the rig frames every view on the part's bounding
+    # sphere, so where and how large the part sits in a panel says how its sizes compare.
+    return silhouette, outline, framed(mask)
 
 
 def is_drawing(mask: np.ndarray) -> bool:
@@ -152,13 +156,15 @@ def is_drawing(mask: np.ndarray) -> bool:
     return np.count_nonzero(mask) / extent < 0.3
 
 
-def _rig_panels(pixels: np.ndarray) -> list[tuple[np.ndarray, np.ndarray] | None] | None:
+def _rig_panels(pixels: np.ndarray) -> list[Reading | None] | None:
     """The four panels of a rig picture (a square split by a pale cross), or None."""
     h, w = pixels.shape[:2]
     if abs(h - w) > 2 or h < 40:
         return None
     mid_row, mid_col = pixels[h // 2 - 1 : h // 2 + 1], pixels[:, w // 2 - 1 : w // 2 + 1]
-    if min(mid_row.mean(), mid_col.mean()) < 235:  # no gap of white across the middle
+    # A gap of white across the middle, crossed by nothing: a part drawn in one view (a line
+    # drawing on white, say) crosses the middle somewhere.
+    if min(mid_row.min(axis=-1).min(), mid_col.min(axis=-1).min()) < 200:
         return None
     half_h, half_w = h // 2, w // 2
     quarters = [
@@ -170,15 +176,36 @@ def _rig_panels(pixels: np.ndarray) -> list[tuple[np.ndarray, np.ndarray] | None
     return [_read(q) for q in quarters]
 
 
+def framed(mask: np.ndarray) -> np.ndarray:
+    """A whole picture's mask at GRID x GRID cells (a cell is set when any pixel in it is)."""
+    ys, xs = np.nonzero(mask)
+    cells = np.zeros((GRID, GRID), dtype=bool)
+    cells[(ys * GRID) // mask.shape[0], (xs * GRID) // mask.shape[1]] = True
+    return cells
+
+
 def image_match(target: Target, parts: Sequence[Any]) -> tuple[float, dict[str, Any]]:
     """The score (0-1) of the parts against the picture, and what it is made of."""
-    from exporters.render import RIG, Scene, View, edges
+    from exporters.render import Scene
 
     if not target.readable:
         return 0.0, {"reason": "no part could be told from the picture's background"}
     scene = Scene(parts)
+    if target.panels is not None and all(p is not None for p in target.panels):
+        best = _rig_reading(scene, target, target.panels)
+    else:
+        best = _best_view(scene, target)
+    score = float(max(0.0, best.pop("score")))
+    detail = {k: round(v, 4) if isinstance(v, float) else v for k, v in best.items()}
+    return round(score, 4), {**detail, "pass": PASS}
+
+
+def _best_view(scene: Any, target: Target) -> dict[str, Any]:
+    """The candidate's viewpoint that looks most like the picture, and its score."""
+    from exporters.render import edges
+
     assert target.whole is not None
-    silhouette, outline = target.whole
+    silhouette, outline, _ = target.whole
     best: dict[str, Any] = {"score": -1.0}
     for view in _views():
         frame = scene.cast(view, DRAW)
@@ -191,20 +218,27 @@ def image_match(target: Target, parts: Sequence[Any]) -> tuple[float, dict[str, 
         score = 0.6 * iou + 0.4 * f1
         if score > best["score"]:
             best = {"score": score, "silhouette_iou": iou, "outline_f1": f1, "view": view.name}
-    if target.panels is not None and all(p is not None for p in target.panels):
-        scores = []
-        for name, panel in zip(RIG, target.panels, strict=True):
-            assert panel is not None
-            frame = scene.cast(View.named(name), DRAW)
-            hit = _filled(frame.hit) if target.drawing else frame.hit
-            drawn, lines = normalise(hit), normalise(frame.hit, edges(frame))
-            if drawn is None or lines is None:
-                scores.append(0.0)
-                continue
-            scores.append(0.6 * _iou(drawn, panel[0]) + 0.4 * _f1(lines, panel[1]))
-        rig = float(np.mean(scores))
-        if rig > best["score"]:
-            best = {"score": rig, "view": "rig", "panels": [round(float(s), 4) for s in scores]}
-    score = float(max(0.0, best.pop("score")))
-    detail = {k: round(v, 4) if isinstance(v, float) else v for k, v in best.items()}
-    return round(score, 4), {**detail, "pass": PASS}
+    return best
+
+
+def _rig_reading(scene: Any, target: Target, panels: Sequence[Any]) -> dict[str, Any]:
+    """A rig picture against the candidate's rig, panel by panel: the mean of the panels'
+    scores. Four views fix the part far better than any one, and the collage as a whole looks
+    like no single view of a part, so a rig picture is read this way only."""
+    from exporters.render import RIG, View, edges
+
+    scores = []
+    for name, panel in zip(RIG, panels, strict=True):
+        frame = scene.cast(View.named(name), DRAW)
+        hit = _filled(frame.hit) if target.drawing else frame.hit
+        drawn, lines = normalise(hit), normalise(frame.hit, edges(frame))
+        if drawn is None or lines is None:
+            scores.append(0.0)
+            continue
+        placed = _iou(framed(hit), panel[2])
+        scores.append(0.3 * _iou(drawn, panel[0]) + 0.3 * placed + 0.4 * _f1(lines, panel[1]))
+    return {
+        "score": float(np.mean(scores)),
+        "view": "rig",
+        "panels": [round(float(s), 4) for s in scores],
+    }

@@ -15,6 +15,7 @@ import {
   type JobAccepted,
   type Report,
   type RepairRound,
+  type FitSummary,
   type Session,
   type Version,
 } from "./api/types";
@@ -37,6 +38,8 @@ export interface EditorEvents extends Record<string, unknown> {
   candidates: Candidate[];
   /** The repair rounds of the generation whose candidates are shown (none: none ran). */
   repairs: RepairRound[];
+  /** What fitting the best part to the request's picture did (null: no fit ran). */
+  fit: FitSummary | null;
   nav: { canUndo: boolean; canRedo: boolean };
   program: string;
   compare: { a: Version; b: Version } | null;
@@ -134,6 +137,7 @@ export class Editor extends Emitter<EditorEvents> {
       this.galleryJob = job.id;
       this.emit("candidates", result?.candidates ?? []);
       this.emit("repairs", result?.repairs ?? []);
+      this.emit("fit", result?.fit ?? null);
     }
     if (job.status === "failed" && result?.report && ticket === this.navTicket) {
       this.emit("report", { report: result.report, source: "job" });

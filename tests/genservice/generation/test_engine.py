@@ -38,7 +38,7 @@ def test_the_best_candidate_is_chosen_by_the_validators(monkeypatch, causal, poo
     assert [c.valid for c in result.candidates] == [True, False, False]
     assert result.seed == 9 and result.sampling["n"] == 3 and seen["seed"] == 9
     assert seen["messages"][0]["role"] == "system" and "a box" in seen["messages"][1]["content"]
-    assert set(result.timings) == {"generate_s", "pool_wait_s", "validate_s", "repair_s"}
+    assert set(result.timings) == {"generate_s", "pool_wait_s", "validate_s", "repair_s", "fit_s"}
     assert result.repairs == []  # a valid candidate: no repair round
     assert result.model_id == causal.model_id and result.weights_sha256 == causal.weights_sha256
     stages = [e[0] for e in events]
@@ -140,3 +140,33 @@ def test_requests_are_checked(causal, pool):
         GenerationRequest("x", n=0)
     with pytest.raises(ValueError, match="takes text only"):
         generate(GenerationRequest("x", images=("picture",)), causal, pool)
+
+
+PLATE = "import cadquery as cq\nwidth = {width}\nresult = cq.Workplane('XY').box(60, width, 6)\n"
+
+
+@pytest.mark.slow
+def test_a_part_from_a_picture_is_fitted_to_it(monkeypatch, llava, pool):
+    """The best candidate of a picture request has its parameters adjusted to look like it."""
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import render
+
+    parts, _ = script_parts(PLATE.format(width=30.0), pool, domain="cad")
+    picture = Image.fromarray(render(parts, size=96))
+    monkeypatch.setattr(engine, "sample", _scripted([PLATE.format(width=12.0)], {}))
+    events: list[tuple] = []
+    request = GenerationRequest("make this", images=(picture,), n=1, fit=2)
+    result = generate(request, llava, pool, progress=lambda *e: events.append(e))
+    assert result.fit is not None and result.fit["improved"], result.fit
+    fitted, sampled = result.candidates[0], result.candidates[1]
+    assert fitted.fitted_from == sampled.index == 0 and fitted.index == 1
+    assert result.valid and result.program == fitted.program != sampled.program
+    assert result.report.checks["image_match"].score > sampled.report.checks["image_match"].score
+    assert result.fit["changed"]["width"][0] == 12.0
+    assert ("fitting", 0, 2) in events and result.timings["fit_s"] > 0
+    off = generate(GenerationRequest("make this", images=(picture,), n=1), llava, pool)
+    assert off.fit is None and len(off.candidates) == 1  # fit=0: as sampled
+    with pytest.raises(ValueError, match="fit must be"):
+        GenerationRequest("x", fit=99)

@@ -47,6 +47,8 @@ export interface Candidate {
   program: string;
   /** 0: the first sampling; r: written in repair round r. */
   round?: number;
+  /** The candidate this one was fitted to the request's picture from (none: sampled). */
+  fitted_from?: number | null;
   /** Where its picture is (CAD and scenes that built geometry). */
   preview_url?: string;
 }
@@ -60,12 +62,25 @@ export interface RepairRound {
   valid?: number;
 }
 
+/** What fitting the best part to the request's picture did. */
+export interface FitSummary {
+  improved: boolean;
+  score_before: number;
+  score_after: number;
+  /** parameter: [before, after] */
+  changed: Record<string, [number, number]>;
+  rounds: number;
+  trials: number;
+  seconds: number;
+}
+
 export interface JobResult {
   program?: string;
   report?: Report;
   valid?: boolean;
   candidates?: Candidate[];
   repairs?: RepairRound[];
+  fit?: FitSummary | null;
   version_id?: string | null;
   assets?: Asset[];
 }

@@ -1,6 +1,6 @@
 // Unit tests of the formatting helpers.
 import { describe, expect, it } from "vitest";
-import { detailText, downloadName, errorText, formatReward, jobStatusText, repairLines, toBase64 } from "./format";
+import { detailText, downloadName, errorText, fitLine, formatReward, jobStatusText, repairLines, toBase64 } from "./format";
 
 describe("format", () => {
   it("formats rewards with 3 decimals", () => {
@@ -48,5 +48,18 @@ describe("repairLines", () => {
         { round: 2, repaired: 5, error: { kind: "check_failed", message: "y" } },
       ]),
     ).toEqual(["repair 1: fed back #0 (syntax, line 4) → 0 of 4 valid", "repair 2: fed back #5 (check_failed) → running"]);
+  });
+});
+
+describe("fitLine", () => {
+  it("says what fitting to the picture changed, or that nothing looked more like it", () => {
+    expect(fitLine(null)).toBe("");
+    const base = { rounds: 3, trials: 40, seconds: 9.5, score_before: 0.62, score_after: 0.62 };
+    expect(fitLine({ ...base, improved: false, changed: {} })).toBe(
+      "fitted to the picture: no change looked more like it (40 tries)",
+    );
+    expect(fitLine({ ...base, improved: true, score_after: 0.814, changed: { bore_d: [20, 28] } })).toBe(
+      "fitted to the picture: match 0.62 → 0.81 (bore_d 20 → 28)",
+    );
   });
 });

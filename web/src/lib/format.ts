@@ -3,7 +3,7 @@
  * download file names, check details.
  */
 
-import type { RepairRound } from "../api/types";
+import type { FitSummary, RepairRound } from "../api/types";
 /** A reward with 3 decimals ("—" when absent). */
 export function formatReward(reward: unknown): string {
   return typeof reward === "number" && Number.isFinite(reward) ? reward.toFixed(3) : "—";
@@ -66,6 +66,17 @@ export function repairLines(repairs: RepairRound[] | undefined): string[] {
     const outcome = r.candidates === undefined ? "running" : `${r.valid ?? 0} of ${r.candidates} valid`;
     return `repair ${r.round}: fed back #${r.repaired} (${r.error.kind}${where}) → ${outcome}`;
   });
+}
+
+/** What fitting to the picture did, in one line ("fitted to the picture: match 0.62 → 0.81
+ * (bore_d 20 → 28)"); empty when no fit ran. */
+export function fitLine(fit: FitSummary | null | undefined): string {
+  if (!fit) return "";
+  if (!fit.improved) return `fitted to the picture: no change looked more like it (${fit.trials} tries)`;
+  const changes = Object.entries(fit.changed)
+    .map(([name, [before, after]]) => `${name} ${before} → ${after}`)
+    .join(", ");
+  return `fitted to the picture: match ${fit.score_before.toFixed(2)} → ${fit.score_after.toFixed(2)} (${changes})`;
 }
 
 /** A check's detail as short "key: value" lines for a tooltip. */

@@ -8,7 +8,7 @@
 import type { Candidate, Domain, Job, RepairRound } from "../api/types";
 import type { Editor } from "../editor";
 import { clear, h } from "../lib/dom";
-import { formatReward, jobStatusText, repairLines, toBase64 } from "../lib/format";
+import { fitLine, formatReward, jobStatusText, repairLines, toBase64 } from "../lib/format";
 
 export class PromptPanel {
   readonly element: HTMLElement;
@@ -42,6 +42,7 @@ export class PromptPanel {
   private readonly gallery = h("ol", { "aria-label": "Candidates", className: "gallery" });
   private readonly pictures: string[] = []; // object URLs of the gallery's pictures
   private readonly repairs = h("ul", { "aria-label": "Repair rounds", className: "repairs" });
+  private readonly fit = h("p", { "aria-label": "Fit to the picture", className: "fit" });
 
   constructor(private readonly editor: Editor) {
     this.codeFields.append(
@@ -98,11 +99,15 @@ export class PromptPanel {
       h("div", { className: "job" }, this.progress, this.status),
       h("h3", {}, "Candidates"),
       this.repairs,
+      this.fit,
       this.gallery,
     );
     editor.on("job", (job) => this.showJob(job));
     editor.on("candidates", (candidates) => this.showCandidates(candidates));
     editor.on("repairs", (rounds) => this.showRepairs(rounds));
+    editor.on("fit", (fit) => {
+      this.fit.textContent = fitLine(fit);
+    });
     editor.on("session", (session) => {
       if (session && session.domain !== this.domain.value) {
         this.domain.value = session.domain;
@@ -185,6 +190,9 @@ export class PromptPanel {
           h("span", { className: "index" }, `#${candidate.index}`),
           h("span", { className: "reward" }, formatReward(candidate.reward)),
           candidate.round ? h("span", { className: "round", title: "written in this repair round" }, `repair ${candidate.round}`) : null,
+          candidate.fitted_from != null
+            ? h("span", { className: "fitted", title: "its parameters fitted to the picture" }, `fitted from #${candidate.fitted_from}`)
+            : null,
           h("span", { className: candidate.valid ? "ok" : "bad" }, candidate.verdict ?? (candidate.valid ? "valid" : "invalid")),
           open,
           this.picture(jobId, candidate),

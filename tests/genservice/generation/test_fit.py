@@ -1,0 +1,111 @@
+"""Fitting a part to its picture: what may change, how the search moves, and a real fit."""
+
+from __future__ import annotations
+
+import pytest
+
+from genservice.generation.fit import Trial, fit_to_picture, fittable, trial_values
+from validators.cad.program import find_parameters, parse
+
+PLATE = """import cadquery as cq
+
+length = 80.0
+width = {width}
+thickness = 6.0
+hole_count = 2
+chamfer = 0.0
+centred = True
+
+result = cq.Workplane("XY").box(length, width, thickness)
+"""
+
+
+def _value(program: str, name: str) -> float:
+    value = find_parameters(parse(program))[name].value
+    assert isinstance(value, (int, float))
+    return float(value)
+
+
+def test_only_sizes_and_counts_the_words_leave_open_may_change():
+    program = PLATE.format(width=20.0)
+    assert fittable(program, "make this") == {
+        "length": 80.0,
+        "width": 20.0,
+        "thickness": 6.0,
+        "hole_count": 2,
+    }  # no zero (a switch), no boolean
+    assert "length" not in fittable(program, "make this, 80 mm long")  # a stated number stays
+    assert "width" not in fittable(program, "make this", keep={"width"})  # set by the user
+    assert fittable("x = (", "make this") == {}  # a program that does not parse: nothing
+
+
+def test_trials_scale_measures_and_step_counts():
+    assert trial_values(10.0, (0.5, 2.0)) == [5.0, 20.0]
+    assert trial_values(3, (0.5, 2.0)) == [2, 4]
+    assert trial_values(1, (0.5, 2.0)) == [2]  # never fewer than one
+    assert trial_values(1.0 / 3, (1.5,)) == [0.5]  # four significant figures, as typed
+
+
+def _toward_width(goal: float, broken_above: float = 1e9):
+    """A validator whose picture is a plate `goal` wide: the closer, the better it matches;
+    past `broken_above` a part fails its checks."""
+    seen: list[str] = []
+
+    def validate(programs: list[str]) -> list[Trial]:
+        seen.extend(programs)
+        trials = []
+        for program in programs:
+            width = _value(program, "width")
+            match = 1.0 / (1.0 + abs(width - goal) / goal)
+            trials.append(Trial(program, width <= broken_above, match))
+        return trials
+
+    return validate, seen
+
+
+def test_the_fit_moves_toward_the_picture_and_only_through_valid_parts():
+    validate, _ = _toward_width(40.0)
+    start = PLATE.format(width=20.0)
+    fit = fit_to_picture(Trial(start, True, 0.5), "make this", validate, rounds=3)
+    assert fit.improved and fit.score_after > fit.score_before
+    assert abs(_value(fit.program, "width") - 40.0) < 4.0
+    assert fit.changed["width"] == [20.0, _value(fit.program, "width")]
+    assert _value(fit.program, "length") == 80.0  # what the picture does not ask stays
+
+    validate, _ = _toward_width(40.0, broken_above=21.0)
+    fit = fit_to_picture(Trial(start, True, 0.5), "make this", validate, rounds=3)
+    assert _value(fit.program, "width") <= 21.0, "a part that fails its checks is never kept"
+
+
+def test_nothing_is_tried_for_an_invalid_start_or_a_stated_size():
+    validate, seen = _toward_width(40.0)
+    start = PLATE.format(width=20.0)
+    fit = fit_to_picture(Trial(start, False, 0.5), "make this", validate)
+    assert not fit.improved and fit.program == start and not seen
+    fit = fit_to_picture(Trial(start, True, 0.5), "make this, 20 mm wide", validate)
+    assert _value(fit.program, "width") == 20.0, "the words' own size is kept"
+
+
+@pytest.mark.slow
+def test_a_real_fit_makes_a_plate_look_like_its_picture(pool):
+    """The sandbox and renderer end to end: a plate drawn 40 mm wide, a candidate 20 mm wide."""
+    from exporters.export import script_parts
+    from exporters.render import render
+    from genservice.generation.fit import picture_validator
+    from genservice.generation.rerank import match_score, rerank
+
+    parts, report = script_parts(PLATE.format(width=40.0), pool, domain="cad")
+    assert report.valid
+    from PIL import Image
+
+    picture = Image.fromarray(render(parts, size=96))
+    start = rerank([PLATE.format(width=20.0)], "cad", pool, picture=picture)[0]
+    validate = picture_validator("cad", pool, picture, asked=("make this", None))
+    fit = fit_to_picture(
+        Trial(start.program, start.valid, match_score(start.report)), "make this", validate,
+        rounds=2,
+    )  # fmt: skip
+    assert fit.improved and fit.score_after > fit.score_before
+    assert fit.scored is not None and fit.scored.record.valid
+    assert "image_match" in fit.scored.record.report.checks
+    assert 28.0 <= _value(fit.program, "width") <= 56.0, fit.changed
