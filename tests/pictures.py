@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 from pathlib import Path
 
@@ -45,6 +46,17 @@ ROUND_TRIP_IOU = 0.5
 
 def pictured_test_part(folder: Path, family: str = ROUND_TRIP_FAMILY, seed: int = ROUND_TRIP_SEED):
     """A test-split part written to folder: (its program's path, its mesh, its picture's path)."""
+    source, mesh, png = _drawn_test_part(family, seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    program, picture = folder / f"{family}.py", folder / f"{family}.png"
+    program.write_text(source)
+    picture.write_bytes(png)
+    return program, mesh.copy(), picture
+
+
+@functools.cache
+def _drawn_test_part(family: str, seed: int):
+    """(program, mesh, rig PNG) of a test-split part: built once per test run."""
     import trimesh
 
     from exporters.export import script_parts
@@ -57,11 +69,7 @@ def pictured_test_part(folder: Path, family: str = ROUND_TRIP_FAMILY, seed: int 
         parts, report = script_parts(row["reference"], pool, domain=row["domain"])
     assert report.valid, report
     mesh = trimesh.util.concatenate([part.trimesh() for part in parts])
-    folder.mkdir(parents=True, exist_ok=True)
-    program, picture = folder / f"{family}.py", folder / f"{family}.png"
-    program.write_text(row["reference"])
-    picture.write_bytes(png_bytes(render(parts)))
-    return program, mesh, picture
+    return row["reference"], mesh, png_bytes(render(parts))
 
 
 def iou_to(mesh, stl: bytes | Path) -> float:

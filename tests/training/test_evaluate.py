@@ -139,3 +139,34 @@ def test_repair_rounds_are_measured_before_and_after(pool, tmp_path):
     paths = write_outputs(results, tmp_path, {"model": "m", "tasks": "t", "repairing": "How."})
     text = paths["markdown"].read_text()
     assert "## Before and after repair" in text and "| plate_holes | 1 | 50.0 % → 0.0 %" in text
+
+
+NARROW = "import cadquery as cq\n\nwidth = 14.0\nresult = cq.Workplane().box(60.0, width, 5.0)\n"
+
+
+@pytest.mark.slow
+def test_fitting_to_the_picture_is_measured_as_served(pool, tmp_path):
+    """An image task whose best candidate has the wrong width: fitting it to the picture (blind,
+    image_match only) brings it closer to the reference, and the fitted figures say so."""
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import render
+
+    reference = SOLID_PLATE.replace("40.0", "30.0")
+    parts, _ = script_parts(reference, pool, domain="cad")
+    picture = tmp_path / "plate.png"
+    Image.fromarray(render(parts, size=96)).save(picture)
+    task = {"id": "pictured-1", "domain": "cad", "family": "plate", "split": "test",
+            "prompt": "make this", "reference": reference, "images": [str(picture)]}  # fmt: skip
+    (result,) = run_evaluation([task], lambda t, n, s: [NARROW][:n], pool, n=1, seed=0, fit=2)
+    before, after = result.candidates[result.best], result.after_fit
+    assert result.fit is not None and result.fit["improved"], result.fit
+    assert after is not None and after.all_checks and after.iou is not None
+    assert before.iou is not None and after.iou > before.iou + 0.1
+    assert (after.image_match or 0) > (before.image_match or 0)
+    assert result.best_program_fit != NARROW and "width" in result.fit["changed"]
+    fitted = report([result])["modalities"]["image"]["after_fit"]
+    assert fitted["tasks"] == 1 and fitted["improved"] == 1.0
+    text = write_outputs([result], tmp_path / "out", {"model": "m", "tasks": "t"})["markdown"]
+    assert "| image, fitted to the picture | 1 |" in text.read_text()
