@@ -645,6 +645,7 @@ def outcome(scored: list[dict[str, Any]]) -> dict[str, Any]:
                 "finish_reason": c["finish_reason"],
                 "program": c["program"],
                 **({"preview_url": c["preview_url"]} if c.get("preview_url") else {}),
+                **({"fitted_from": c["fitted_from"]} if "fitted_from" in c else {}),
             }
             for c in scored
         ],

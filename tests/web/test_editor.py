@@ -309,5 +309,9 @@ def test_a_picture_is_uploaded_shown_and_comes_back_as_the_part_it_shows(
         stl = next(a for a in result["assets"] if a["format"] == "stl")
         part = client.get(stl["url"])
     assert iou_to(mesh, part.content) >= ROUND_TRIP_IOU, "the part in the picture came back"
+    fit = p.get_by_label("Fit to the picture")  # the served fit, as the result says it
+    assert fit.inner_text().startswith("fitted to the picture"), fit.inner_text()
+    if result["fit"]["improved"]:
+        assert p.locator(".gallery li").first.get_by_text("fitted from #").is_visible()
     p.get_by_role("button", name="Remove picture").click()
     assert shown.is_hidden()

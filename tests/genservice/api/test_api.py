@@ -479,6 +479,8 @@ def test_a_test_split_render_comes_back_as_the_part_it_shows(
         fit = result["fit"]  # served by default: the best part fitted to the picture
         assert fit is not None and fit["rounds"] >= 1 and fit["trials"] > 0, fit
         assert fit["score_after"] >= fit["score_before"]
+        first = result["candidates"][0]
+        assert ("fitted_from" in first) == fit["improved"]  # the fitted part leads when better
         stl = next(a for a in result["assets"] if a["format"] == "stl")
         part = client.get(stl["url"])
         assert part.status_code == 200, part.text
