@@ -426,7 +426,7 @@ def stage_validate(ctx: StageContext) -> None:
         return
     if _repair_next(rt, job, best, scored, result):
         return
-    if picture is not None and best["valid"]:
+    if picture is not None and best["valid"] and asked is not None and asked[1] is None:
         scored = _fit_to_picture(ctx, picture, scored, asked, items, result)
         best = scored[0]
     if not best["valid"] and not not_as_asked(best["report"]):

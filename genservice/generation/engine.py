@@ -374,7 +374,8 @@ def generate(
         )
     repaired = time.perf_counter()
     fit = None
-    if wants_fit(request.fit, request.domain, bool(request.images), candidates[0].valid):
+    new = request.previous_program is None
+    if wants_fit(request.fit, request.domain, bool(request.images) and new, candidates[0].valid):
         notify("fitting", 0, request.fit)
         fit, candidates = fit_best(request, candidates, pool, limits, parameters, notify)
     fitted = time.perf_counter()
@@ -403,7 +404,8 @@ def generate(
 
 
 def wants_fit(rounds: int, domain: str, pictured: bool, best_valid: bool) -> bool:
-    """Whether the best is fitted to the picture: asked for, a part from a picture, valid."""
+    """Whether the best is fitted to the picture: asked for, a new part from a picture (an
+    edit changes what its words ask and nothing else), valid."""
     return rounds > 0 and pictured and best_valid and domain in REPAIR_DOMAINS
 
 

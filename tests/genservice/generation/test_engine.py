@@ -168,5 +168,10 @@ def test_a_part_from_a_picture_is_fitted_to_it(monkeypatch, llava, pool):
     assert ("fitting", 0, 2) in events and result.timings["fit_s"] > 0
     off = generate(GenerationRequest("make this", images=(picture,), n=1), llava, pool)
     assert off.fit is None and len(off.candidates) == 1  # fit=0: as sampled
+    edit = GenerationRequest(
+        "make this", images=(picture,), n=1, fit=2, previous_program=PLATE.format(width=12.0),
+        instruction="add a chamfer",
+    )  # fmt: skip
+    assert generate(edit, llava, pool).fit is None  # an edit changes only what its words ask
     with pytest.raises(ValueError, match="fit must be"):
         GenerationRequest("x", fit=99)
