@@ -468,8 +468,7 @@ def _fit_to_picture(
     (generation/fit.py); the candidates with the fitted one first when it looks more like the
     picture, and what the fit did under result["fit"]."""
     from genservice.generation.engine import wants_fit
-    from genservice.generation.fit import Trial, fit_to_picture, picture_validator
-    from genservice.generation.rerank import match_score
+    from genservice.generation.fit import fit_candidate
     from validators.report import Report
 
     rt, job = ctx.runtime, ctx.job
@@ -478,21 +477,16 @@ def _fit_to_picture(
     best = scored[0]
     if not wants_fit(rounds, job.domain, True, best["valid"]):
         return scored
-    validate = picture_validator(
-        job.domain, rt.pool(job.domain), picture, spec=r.get("spec"), asked=asked, request=items,
-        limits=rt.limits(), parameters=r.get("parameters") or None,
-        preview_size=CANDIDATE_PREVIEW_PX,
-    )  # fmt: skip
-    fit = fit_to_picture(
-        Trial(best["program"], True, match_score(Report.from_dict(best["report"]))),
-        r["prompt"],
-        validate,
-        rounds=rounds,
+    fit = fit_candidate(
+        job.domain, rt.pool(job.domain), picture, best["program"],
+        Report.from_dict(best["report"]), r["prompt"], rounds,
         keep=set(r.get("parameters") or ()),
         progress=lambda done, total: ctx.progress(
             done, total, f"fitting to the picture: round {done} of {total}"
         ),
-    )
+        spec=r.get("spec"), asked=asked, request=items, limits=rt.limits(),
+        parameters=r.get("parameters") or None, preview_size=CANDIDATE_PREVIEW_PX,
+    )  # fmt: skip
     result["fit"] = fit.to_dict()
     if fit.scored is None:
         return scored

@@ -14,10 +14,10 @@ from typing import Any
 
 from genservice.generation.binding import bind_candidates
 from genservice.generation.entry_point import EntryPoint, check_entry_point
-from genservice.generation.fit import MAX_FIT, Fit, Trial, fit_to_picture, picture_validator
+from genservice.generation.fit import MAX_FIT, Fit, fit_candidate
 from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
-from genservice.generation.rerank import match_score, rerank
+from genservice.generation.rerank import rerank
 from genservice.generation.sampler import SamplingSettings, sample
 from validators.report import Report
 
@@ -420,18 +420,12 @@ def fit_best(
     """Fit the best candidate to the request's picture (fit.py); the candidates with the fitted
     one first when it matches the picture better."""
     best = candidates[0]
-    validate = picture_validator(
-        request.domain, pool, request.images[0], spec=request.spec, asked=request.asked(),
-        limits=limits, parameters=parameters,
-    )  # fmt: skip
-    fit = fit_to_picture(
-        Trial(best.program, best.valid, match_score(best.report)),
-        request.prompt,
-        validate,
-        rounds=request.fit,
-        keep=set(parameters or ()),
+    fit = fit_candidate(
+        request.domain, pool, request.images[0], best.program, best.report, request.prompt,
+        request.fit, keep=set(parameters or ()),
         progress=(lambda done, total: progress("fitting", done, total)) if progress else None,
-    )
+        spec=request.spec, asked=request.asked(), limits=limits, parameters=parameters,
+    )  # fmt: skip
     if fit.scored is None:
         return fit, candidates
     scored = fit.scored.record

@@ -136,7 +136,8 @@ def fit_to_picture(
     if not start.valid:
         return fit
     current, current_score = start, before
-    values = fittable(start.program, request_text, keep)
+    initial = fittable(start.program, request_text, keep)
+    values = dict(initial)
     for round_ in range(rounds):
         if not values or time.perf_counter() - began > deadline_s:
             break
@@ -164,6 +165,7 @@ def fit_to_picture(
             if s.match > best_per_name.get(name, (-1.0, 0))[0]:
                 best_per_name[name] = (s.match, tried)
         winner = max(better.values(), key=lambda s: s.match)
+        changes = dict([trials[winner.program]])
         if len(best_per_name) > 1:
             together = {name: tried for name, (_, tried) in best_per_name.items()}
             try:
@@ -173,28 +175,16 @@ def fit_to_picture(
             fit.trials += len(combined)
             for s in combined:
                 if s.valid and s.match > winner.match:
-                    winner = s
+                    winner, changes = s, together
         current, current_score = winner, winner.match
-        values = {**values, **_values_of(winner.program, values)}
+        values.update(changes)
     if current is not start:
         fit.program, fit.scored, fit.score_after = current.program, current, current_score
         fit.changed = {
-            name: [start_value, value]
-            for name, start_value in fittable(start.program, request_text, keep).items()
-            if (value := values.get(name, start_value)) != start_value
+            name: [initial[name], value] for name, value in values.items() if value != initial[name]
         }
     fit.seconds = time.perf_counter() - began
     return fit
-
-
-def _values_of(program: str, names: dict[str, int | float]) -> dict[str, int | float]:
-    """The current values of the named parameters in a program."""
-    parameters = find_parameters(parse(program))
-    return {
-        name: parameters[name].value  # type: ignore[misc]
-        for name in names
-        if name in parameters and isinstance(parameters[name].value, (int, float))
-    }
 
 
 def picture_validator(
@@ -211,3 +201,27 @@ def picture_validator(
         return [Trial(s.program, s.valid, match_score(s.report), s) for s in ranked]
 
     return validate
+
+
+def fit_candidate(
+    domain: str,
+    pool: Any,
+    picture: Any,
+    program: str,
+    report: Any,
+    request_text: str,
+    rounds: int,
+    keep: set[str] | frozenset[str] = frozenset(),
+    progress: Callable[[int, int], None] | None = None,
+    **checks: Any,
+) -> Fit:
+    """Fit a validated candidate (its program and Report) to the request's picture on the pool,
+    judged by `rerank` with the request's checks; the fitted Trial's record is its Scored."""
+    return fit_to_picture(
+        Trial(program, report.valid, match_score(report)),
+        request_text,
+        picture_validator(domain, pool, picture, **checks),
+        rounds=rounds,
+        progress=progress,
+        keep=keep,
+    )
