@@ -80,7 +80,7 @@ def _hf_generate(loaded: Any, messages: list[dict[str, Any]], args: argparse.Nam
     def run() -> Any:
         torch.manual_seed(0)
         with torch.inference_mode():
-            return loaded.model.generate(
+            out = loaded.model.generate(
                 **inputs,
                 do_sample=True,
                 temperature=args.temperature,
@@ -90,6 +90,9 @@ def _hf_generate(loaded: Any, messages: list[dict[str, Any]], args: argparse.Nam
                 num_return_sequences=args.n,
                 pad_token_id=loaded.eos_token_ids[0],
             )
+        if out.is_cuda:  # the sampler's paths end on host lists; time this one to the end too
+            torch.cuda.synchronize(out.device)
+        return out
 
     handle = loaded.model.register_forward_pre_hook(hook, with_kwargs=True)
     try:
@@ -147,6 +150,24 @@ def _scenario(loaded: Any, messages: list[dict[str, Any]], args: argparse.Namesp
         "same_candidates_batched_and_one_at_a_time": [c.tokens for c in fast]
         == [c.tokens for c in slow],
     }
+
+
+def compare_paths(
+    loaded: Any,
+    messages: list[dict[str, Any]],
+    n: int = 8,
+    max_new_tokens: int = 128,
+    repeats: int = 3,
+    temperature: float = 0.8,
+    top_p: float = 0.95,
+) -> dict:
+    """Best-of-n for one prompt three ways (batched with a shared prompt KV cache, one at a
+    time, transformers' generate), interleaved, each writing exactly n x max_new_tokens tokens:
+    per path the median time and candidates/s, and the speedups of the batched path."""
+    settings = argparse.Namespace(
+        n=n, max_new_tokens=max_new_tokens, repeats=repeats, temperature=temperature, top_p=top_p
+    )
+    return _scenario(loaded, messages, settings)
 
 
 def _steering(loaded: Any, args: argparse.Namespace) -> dict:

@@ -44,6 +44,8 @@ class ExportOptions:
     glb_compression: str = "none"
     step_schema: str = "AP242"
     splat_count: int | None = None
+    splat_refine: int = 0  # optimisation steps against renders of the part (0: off)
+    device: str = "cpu"  # where splat refinement runs (cuda: gsplat)
     cad: CadOptions = field(default_factory=CadOptions)
     preview_name: str | None = None  # the PNG's file name (default: the stem + .png)
 
@@ -57,6 +59,8 @@ class ExportOptions:
             raise ValueError("the STEP schema must be AP214 or AP242")
         if self.splat_count is not None and not 1 <= self.splat_count <= 2_000_000:
             raise ValueError("the splat count must be between 1 and 2,000,000")
+        if not 0 <= self.splat_refine <= 10_000:
+            raise ValueError("splat refinement steps must be between 0 and 10,000")
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,8 @@ def export_script(
         parts = parts_from_payload(run.payload)
     except PartsError as exc:
         raise ExportError(f"not exported: {exc}", report) from exc
-    writers = _writers(parts, run.payload, provenance, options)
+    notes: dict[str, Any] = {}
+    writers = _writers(parts, run.payload, provenance, options, notes)
     contents = {fmt: writers[fmt]() for fmt in options.formats}
     out_dir.mkdir(parents=True, exist_ok=True)
     names = {fmt: stem + SUFFIXES[fmt] for fmt in contents}
@@ -137,6 +142,7 @@ def export_script(
         names["png"] = safe_stem(options.preview_name)
     files = {fmt: _write_atomic(out_dir / names[fmt], data) for fmt, data in contents.items()}
     checks = {"step": run.payload["step_check"]} if "step" in files else {}
+    checks |= notes
     # Every file above was written from the B-rep the measurer read and measured: its digest
     # ties the files to the Report.
     handover = run.payload.get("handover") or {}
@@ -181,8 +187,11 @@ def _writers(
     payload: dict[str, Any],
     provenance: Provenance,
     options: ExportOptions,
+    notes: dict[str, Any],
 ) -> dict[str, Callable[[], bytes]]:
+    """A writer per format; `notes` receives what the manifest should add (splat refinement)."""
     name = provenance.stem
+    made: list[Any] = []  # the Gaussians, made (and refined) once for every splat format
 
     def step() -> bytes:
         if "step" not in payload:
@@ -191,9 +200,23 @@ def _writers(
         return unpack_bytes(payload["step"])
 
     def splats(fmt: str) -> bytes:
-        from exporters.splat import write_splats  # imported only when splats are asked for
+        from exporters.splat import gaussians_from_parts, splat_bytes  # only when asked for
 
-        return write_splats(parts, fmt, provenance, options.splat_count)
+        if not made:
+            gaussians = gaussians_from_parts(parts, count=options.splat_count)
+            if options.splat_refine:
+                from exporters.splat_refine import refine_splats
+
+                try:
+                    refined = refine_splats(
+                        gaussians, parts, options.splat_refine, device=options.device
+                    )
+                except ValueError as exc:
+                    raise ExportError(f"splat refinement failed: {exc}") from exc
+                gaussians = refined.gaussians
+                notes["splat_refinement"] = refined.to_dict()
+            made.append(gaussians)
+        return splat_bytes(made[0], fmt, provenance)
 
     def preview() -> bytes:
         from exporters.render import png_bytes, render  # open3d is imported only for previews

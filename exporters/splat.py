@@ -511,9 +511,13 @@ def write_splats(
     seed: int = 0,
 ) -> bytes:
     """The parts as a splat file: fmt "ply", "spz" or "splat-glb" (see SUFFIXES for names)."""
+    return splat_bytes(gaussians_from_parts(parts, count=count, seed=seed), fmt, provenance)
+
+
+def splat_bytes(g: Gaussians, fmt: str, provenance: Provenance | None = None) -> bytes:
+    """Gaussians as a splat file: fmt "ply", "spz" or "splat-glb"."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown splat format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    g = gaussians_from_parts(parts, count=count, seed=seed)
     if fmt == "ply":
         return ply_bytes(g, provenance)
     if fmt == "spz":

@@ -26,14 +26,14 @@ import numpy as np
 import torch
 
 from exporters.parts import PartMesh
-from exporters.splat import Gaussians, quat_to_matrix
+from exporters.splat import DEFAULT_COLOR, Gaussians, quat_to_matrix
 
 TILE = 8
 DILATION = 0.3  # px^2 added to every projected covariance, as in 3DGS
 CUTOFF = 9.0  # squared Mahalanobis distance: the kernel's 3-sigma cut-off
 MAX_ALPHA = 0.99
 MIN_ALPHA = 1.0 / 255.0
-CHUNK = 4096  # Gaussians composited at once within a tile
+CHUNK = 32  # depth slots composited at once in every tile
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,15 @@ def look_at(eye: np.ndarray, target: np.ndarray, focal: float, size: int) -> Cam
 
 
 def look_at_cameras(
-    center: np.ndarray, radius: float, n_views: int = 6, size: int = 128, fov_deg: float = 40.0
+    center: np.ndarray,
+    radius: float,
+    n_views: int = 6,
+    size: int = 128,
+    fov_deg: float = 40.0,
+    azimuth_offset: float = 0.0,
 ) -> list[Camera]:
-    """Cameras around a bounding sphere: one from above, one from below, the rest in a ring."""
+    """Cameras around a bounding sphere: one from above, one from below, the rest in a ring
+    (turned by `azimuth_offset` radians: another ring of views of the same part)."""
     half = math.radians(fov_deg) / 2
     distance = 1.15 * radius / math.sin(half)  # the whole sphere fits with a margin
     focal = size / 2 / math.tan(half)
@@ -90,50 +96,99 @@ def look_at_cameras(
                 ]
             )
         )
+    cos, sin = math.cos(azimuth_offset), math.sin(azimuth_offset)
+    turn = np.array([[cos, -sin, 0.0], [sin, cos, 0.0], [0.0, 0.0, 1.0]])
     center = np.asarray(center, dtype=np.float64)
     return [
-        look_at(center + distance * d / np.linalg.norm(d), center, focal, size)
+        look_at(center + distance * turn @ d / np.linalg.norm(d), center, focal, size)
         for d in directions[:n_views]
     ]
 
 
-def _projected(g: Gaussians, camera: Camera) -> dict[str, torch.Tensor]:
+@dataclass(frozen=True)
+class SplatTensors:
+    """Gaussians as torch tensors (float64 geometry), so a render can be differentiated.
+
+    `rotations` are (w, x, y, z) quaternions, normalised where they are used.
+    """
+
+    means: torch.Tensor
+    scales: torch.Tensor
+    rotations: torch.Tensor
+    opacities: torch.Tensor
+    colors: torch.Tensor
+
+    @classmethod
+    def of(cls, g: Gaussians) -> SplatTensors:
+        """The Gaussians' arrays as tensors."""
+        return cls(
+            *(
+                torch.from_numpy(np.asarray(a, dtype=np.float64))
+                for a in (g.means, g.scales, g.rotations, g.opacities, g.colors)
+            )
+        )
+
+    def to_gaussians(self) -> Gaussians:
+        """Back to plain arrays (detached)."""
+        arrays = (self.means, self.scales, self.rotations, self.opacities, self.colors)
+        return Gaussians(*(t.detach().cpu().double().numpy() for t in arrays))
+
+
+def quat_to_matrix_torch(q: torch.Tensor) -> torch.Tensor:
+    """Rotation matrices (n, 3, 3) of (w, x, y, z) quaternions, normalised first."""
+    w, x, y, z = (q / q.norm(dim=-1, keepdim=True)).unbind(-1)
+    return torch.stack(
+        [
+            torch.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            torch.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            torch.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        dim=-2,
+    )
+
+
+def _projected(g: SplatTensors, camera: Camera) -> dict[str, torch.Tensor]:
     """Screen-space Gaussians: centres, conics (a, b, c), 3-sigma radii, depth, colour."""
-    cam = camera.to_camera(g.means)
+    rotation = torch.from_numpy(camera.rotation).to(g.means)
+    position = torch.from_numpy(camera.position).to(g.means)
+    cam = (g.means - position) @ rotation.T
     z = cam[:, 2]
     front = z > 1e-6
     cam, z = cam[front], z[front]
-    rot = quat_to_matrix(g.rotations[front])
-    m = rot * g.scales[front].astype(np.float64)[:, None, :]
-    sigma = camera.rotation @ (m @ m.transpose(0, 2, 1)) @ camera.rotation.T
+    m = quat_to_matrix_torch(g.rotations[front]) * g.scales[front][:, None, :]
+    sigma = rotation @ (m @ m.transpose(1, 2)) @ rotation.T
     f = camera.focal
-    jac = np.zeros((len(z), 2, 3))
-    jac[:, 0, 0] = f / z
-    jac[:, 1, 1] = f / z
-    jac[:, 0, 2] = -f * cam[:, 0] / z**2
-    jac[:, 1, 2] = -f * cam[:, 1] / z**2
-    cov = jac @ sigma @ jac.transpose(0, 2, 1) + DILATION * np.eye(2)
+    zero = torch.zeros_like(z)
+    jac = torch.stack(
+        [
+            torch.stack([f / z, zero, -f * cam[:, 0] / z**2], -1),
+            torch.stack([zero, f / z, -f * cam[:, 1] / z**2], -1),
+        ],
+        dim=-2,
+    )
+    cov = jac @ sigma @ jac.transpose(1, 2) + DILATION * torch.eye(2).to(z)
     a, b, c = cov[:, 0, 0], cov[:, 0, 1], cov[:, 1, 1]
     det = a * c - b * b
     mid = (a + c) / 2
-    largest = mid + np.sqrt(np.maximum(mid * mid - det, 0.0))
-    uv = f * cam[:, :2] / z[:, None] + [camera.width / 2, camera.height / 2]
+    largest = mid + torch.sqrt(torch.clamp(mid * mid - det, min=0.0))
+    centre = torch.tensor([camera.width / 2, camera.height / 2]).to(z)
+    uv = f * cam[:, :2] / z[:, None] + centre
     arrays = {
         "uv": uv,
-        "conic": np.stack([c / det, -b / det, a / det], axis=1),
-        "radius": 3.0 * np.sqrt(largest),
+        "conic": torch.stack([c / det, -b / det, a / det], dim=1),
+        "radius": 3.0 * torch.sqrt(largest),
         "depth": z,
         "opacity": g.opacities[front],
         "color": g.colors[front],
     }
     # Geometry is worked out in float64; float32 is plenty for the per-pixel compositing.
-    return {k: torch.from_numpy(v.astype(np.float32)) for k, v in arrays.items()}
+    return {k: v.float() for k, v in arrays.items()}
 
 
 def _tile_pairs(p: dict[str, torch.Tensor], width: int, height: int) -> tuple[torch.Tensor, ...]:
     """(tile id, Gaussian index) pairs sorted by tile, then front to back within each tile."""
     tiles_x, tiles_y = -(-width // TILE), -(-height // TILE)
-    uv, r = p["uv"], p["radius"]
+    uv, r = p["uv"].detach(), p["radius"].detach()
     x0 = ((uv[:, 0] - r) // TILE).clamp(0, tiles_x - 1).long()
     x1 = ((uv[:, 0] + r) // TILE).clamp(0, tiles_x - 1).long()
     y0 = ((uv[:, 1] - r) // TILE).clamp(0, tiles_y - 1).long()
@@ -149,7 +204,7 @@ def _tile_pairs(p: dict[str, torch.Tensor], width: int, height: int) -> tuple[to
     tx = x0[index] + local % spans_x[index]
     ty = y0[index] + local // spans_x[index]
     tile = ty * tiles_x + tx
-    order = torch.argsort(p["depth"], stable=True)
+    order = torch.argsort(p["depth"].detach(), stable=True)
     rank = torch.empty_like(order)
     rank[order] = torch.arange(len(order))
     key = tile * len(uv) + rank[index]
@@ -158,9 +213,9 @@ def _tile_pairs(p: dict[str, torch.Tensor], width: int, height: int) -> tuple[to
 
 
 @contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run torch on one thread: the per-tile tensors are small, and on a busy machine torch's
-    thread pool turned a 0.2 s render into 10 s."""
+def single_thread() -> Iterator[None]:
+    """Run torch on one thread: a picture is a few mid-sized tensor operations, and on a busy
+    machine torch's thread pool turned a 0.2 s render into 10 s."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -171,52 +226,61 @@ def _one_thread() -> Iterator[None]:
 
 def render(g: Gaussians, camera: Camera) -> tuple[np.ndarray, np.ndarray]:
     """RGB (h, w, 3) and alpha (h, w) images of the Gaussians, composited front to back."""
-    with _one_thread():
-        return _render(g, camera)
-
-
-def _render(g: Gaussians, camera: Camera) -> tuple[np.ndarray, np.ndarray]:
-    width, height = camera.width, camera.height
-    rgb = torch.zeros(height, width, 3)
-    alpha = torch.zeros(height, width)
-    if not g.count:
-        return rgb.double().numpy(), alpha.double().numpy()
-    p = _projected(g, camera)
-    tiles, index = _tile_pairs(p, width, height)
-    tiles_x = -(-width // TILE)
-    ids, counts = torch.unique_consecutive(tiles, return_counts=True)
-    starts = torch.cumsum(counts, 0) - counts
-    for tile, start, count in zip(ids.tolist(), starts.tolist(), counts.tolist(), strict=True):
-        ty, tx = divmod(tile, tiles_x)
-        rows = torch.arange(ty * TILE, min((ty + 1) * TILE, height), dtype=torch.float32)
-        cols = torch.arange(tx * TILE, min((tx + 1) * TILE, width), dtype=torch.float32)
-        py, px = torch.meshgrid(rows + 0.5, cols + 0.5, indexing="ij")
-        color, transmit = _composite(p, index[start : start + count], px.flatten(), py.flatten())
-        block = (slice(ty * TILE, ty * TILE + len(rows)), slice(tx * TILE, tx * TILE + len(cols)))
-        rgb[block] = color.reshape(len(rows), len(cols), 3)
-        alpha[block] = (1.0 - transmit).reshape(len(rows), len(cols))
+    with single_thread(), torch.no_grad():
+        rgb, alpha = render_tensors(SplatTensors.of(g), camera)
     return rgb.double().numpy(), alpha.double().numpy()
 
 
-def _composite(
-    p: dict[str, torch.Tensor], index: torch.Tensor, px: torch.Tensor, py: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Colour and transmittance of pixels under depth-sorted Gaussians, in bounded chunks."""
-    color = torch.zeros(len(px), 3)
-    transmit = torch.ones(len(px))
-    for start in range(0, len(index), CHUNK):
-        part = index[start : start + CHUNK]
-        dx = px[None, :] - p["uv"][part, 0:1]
-        dy = py[None, :] - p["uv"][part, 1:2]
-        a, b, c = (p["conic"][part, k : k + 1] for k in range(3))
+def render_tensors(g: SplatTensors, camera: Camera) -> tuple[torch.Tensor, torch.Tensor]:
+    """RGB (h, w, 3) and alpha (h, w) as float32 tensors, differentiable in every input.
+
+    Every tile is composited at once: each tile's depth-sorted Gaussians are laid out in a
+    (tiles, slots) table, CHUNK slots at a time and only for the tiles that still have some,
+    so the work is a few large tensor operations rather than a Python loop over tiles.
+    """
+    width, height = camera.width, camera.height
+    if not len(g.means):
+        return torch.zeros(height, width, 3), torch.zeros(height, width)
+    p = _projected(g, camera)
+    tiles, index = _tile_pairs(p, width, height)
+    tiles_x, tiles_y = -(-width // TILE), -(-height // TILE)
+    n_tiles = tiles_x * tiles_y
+    counts = torch.bincount(tiles, minlength=n_tiles)
+    slot = torch.arange(len(tiles)) - (torch.cumsum(counts, 0) - counts)[tiles]
+    # Pixel centres of every tile, row-major inside the tile: (tiles, TILE * TILE).
+    ty, tx = torch.arange(n_tiles) // tiles_x, torch.arange(n_tiles) % tiles_x
+    local = torch.arange(TILE * TILE)
+    py = (ty[:, None] * TILE + local // TILE).float() + 0.5
+    px = (tx[:, None] * TILE + local % TILE).float() + 0.5
+    color = torch.zeros(n_tiles, TILE * TILE, 3)
+    transmit = torch.ones(n_tiles, TILE * TILE)
+    row_of_tile = torch.full((n_tiles,), -1, dtype=torch.long)
+    for first in range(0, int(counts.max()), CHUNK):
+        active = (counts > first).nonzero()[:, 0]  # tiles with Gaussians left at this depth
+        row_of_tile[active] = torch.arange(len(active))
+        chosen = (slot >= first) & (slot < first + CHUNK)
+        table = torch.full((len(active), CHUNK), -1, dtype=torch.long)
+        table[row_of_tile[tiles[chosen]], slot[chosen] - first] = index[chosen]
+        which = table.clamp(min=0)
+        dx = px[active][:, None, :] - p["uv"][which, 0][:, :, None]
+        dy = py[active][:, None, :] - p["uv"][which, 1][:, :, None]
+        a, b, c = (p["conic"][which, k][:, :, None] for k in range(3))
         power = a * dx * dx + 2 * b * dx * dy + c * dy * dy
-        alpha = (p["opacity"][part, None] * torch.exp(-0.5 * power)).clamp(max=MAX_ALPHA)
-        alpha = torch.where((power <= CUTOFF) & (alpha >= MIN_ALPHA), alpha, 0.0)
-        through = torch.cumprod(1.0 - alpha, dim=0)
-        before = torch.cat([torch.ones(1, len(px)), through[:-1]]) * transmit
-        color += (alpha * before).T @ p["color"][part]
-        transmit = transmit * through[-1]
-    return color, transmit
+        alpha = (p["opacity"][which][:, :, None] * torch.exp(-0.5 * power)).clamp(max=MAX_ALPHA)
+        keep = (table >= 0)[:, :, None] & (power <= CUTOFF) & (alpha >= MIN_ALPHA)
+        alpha = torch.where(keep, alpha, 0.0)
+        through = torch.cumprod(1.0 - alpha, dim=1)
+        before = torch.cat([torch.ones(len(active), 1, TILE * TILE), through[:, :-1]], 1)
+        weight = alpha * before * transmit[active][:, None, :]
+        color = color.index_add(0, active, torch.einsum("tsp,tsk->tpk", weight, p["color"][which]))
+        transmit = transmit.index_copy(0, active, transmit[active] * through[:, -1])
+
+    def image(per_tile: torch.Tensor) -> torch.Tensor:
+        grid = per_tile.reshape(tiles_y, tiles_x, TILE, TILE, *per_tile.shape[2:])
+        whole = grid.transpose(1, 2).reshape(tiles_y * TILE, tiles_x * TILE, *per_tile.shape[2:])
+        return whole[:height, :width]
+
+    return image(color), image(1.0 - transmit)
 
 
 def render_alpha(g: Gaussians, camera: Camera) -> np.ndarray:
@@ -256,29 +320,47 @@ def render_reference(g: Gaussians, camera: Camera) -> tuple[np.ndarray, np.ndarr
 
 def mesh_mask(parts: Sequence[PartMesh], camera: Camera) -> np.ndarray:
     """Boolean silhouette (h, w) of the parts' triangles: pixel centres inside any triangle."""
-    mask = np.zeros((camera.height, camera.width), dtype=bool)
+    return mesh_image(parts, camera)[1]
+
+
+def mesh_image(parts: Sequence[PartMesh], camera: Camera) -> tuple[np.ndarray, np.ndarray]:
+    """Flat-coloured picture of the parts (h, w, 3; black where empty) and their silhouette.
+
+    Each pixel takes the linear RGB colour of the nearest triangle over its centre (a depth
+    buffer), which is what splats of that colour, composited over black, should reproduce.
+    """
+    rgb = np.zeros((camera.height, camera.width, 3))
+    depth = np.full((camera.height, camera.width), np.inf)
     for part in parts:
+        color = np.asarray(part.color[:3] if part.color is not None else DEFAULT_COLOR, float)
         uv, z = camera.project(part.vertices)
         tris = np.asarray(part.triangles, dtype=np.int64)
         tris = tris[(z[tris] > 1e-6).all(axis=1)]
-        corners = uv[tris]
+        corners, depths = uv[tris], z[tris]
         low = np.floor(corners.min(axis=1) - 0.5).astype(int)
         high = np.ceil(corners.max(axis=1) - 0.5).astype(int)
         low = np.maximum(low, 0)
         high = np.minimum(high, [camera.width - 1, camera.height - 1])
-        for (p0, p1, p2), (x0, y0), (x1, y1) in zip(corners, low, high, strict=True):
+        for (p0, p1, p2), zs, (x0, y0), (x1, y1) in zip(corners, depths, low, high, strict=True):
             if x1 < x0 or y1 < y0:
                 continue
             area = (p1[0] - p0[0]) * (p2[1] - p0[1]) - (p1[1] - p0[1]) * (p2[0] - p0[0])
             if abs(area) < 1e-12:
                 continue  # edge-on: its neighbours cover it
             ys, xs = np.mgrid[y0 : y1 + 1, x0 : x1 + 1] + 0.5
-            inside = np.ones(xs.shape, dtype=bool)
-            for a, b in ((p0, p1), (p1, p2), (p2, p0)):
-                edge = (b[0] - a[0]) * (ys - a[1]) - (b[1] - a[1]) * (xs - a[0])
-                inside &= edge * np.sign(area) >= 0
-            mask[y0 : y1 + 1, x0 : x1 + 1] |= inside
-    return mask
+            # Barycentric weights of each pixel centre (w_k is the weight of corner k).
+            w = [
+                ((b[0] - a[0]) * (ys - a[1]) - (b[1] - a[1]) * (xs - a[0])) / area
+                for a, b in ((p1, p2), (p2, p0), (p0, p1))
+            ]
+            inside = (w[0] >= 0) & (w[1] >= 0) & (w[2] >= 0)
+            # Perspective-correct depth: 1/z interpolates linearly on screen.
+            z_here = 1.0 / (w[0] / zs[0] + w[1] / zs[1] + w[2] / zs[2])
+            window = (slice(y0, y1 + 1), slice(x0, x1 + 1))
+            nearer = inside & (z_here < depth[window])
+            depth[window] = np.where(nearer, z_here, depth[window])
+            rgb[window][nearer] = color
+    return rgb, np.isfinite(depth)
 
 
 def bounding_sphere(parts: Sequence[PartMesh]) -> tuple[np.ndarray, float]:

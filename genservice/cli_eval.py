@@ -27,6 +27,9 @@ def add_eval_command(sub: Any) -> None:
     )
     parser.add_argument("--model", type=Path, help="local model directory (default: shipped)")
     parser.add_argument(
+        "--device", help="auto, cpu, cuda, cuda:N (default: $GENSERVICE_DEVICE, else auto)"
+    )
+    parser.add_argument(
         "--tasks", default="test", help="test, ood, or a JSONL task file (default test)"
     )
     parser.add_argument("--per-family", type=int, default=6, help="tasks per family (test/ood)")
@@ -187,6 +190,7 @@ def eval_command(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    from genservice.device import resolve_device
     from genservice.generation.binding import bind_candidates
     from genservice.generation.entry_point import EntryPoint
     from genservice.generation.loader import ModelNotFoundError, default_model_dir, load_model
@@ -199,7 +203,7 @@ def eval_command(args: argparse.Namespace) -> int:
 
     model_dir = args.model or default_model_dir()
     try:
-        loaded = load_model(model_dir)
+        loaded = load_model(model_dir, device=resolve_device(args.device))
     except (ModelNotFoundError, ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     tasks = _by_modality(tasks, args.modality, loaded.accepts_images)

@@ -84,7 +84,9 @@ def add_generate_command(sub: Any) -> None:
         "stays valid and looks more like the picture (default "
         f"{DEFAULT_FIT}; 0 = off; at most {MAX_FIT})",
     )
-    generate.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 … (default auto)")
+    generate.add_argument(
+        "--device", help="auto, cpu, cuda, cuda:1 … (default: $GENSERVICE_DEVICE, else auto)"
+    )
     generate.add_argument("--timeout", type=float, help="sandbox seconds per candidate")
     generate.add_argument("--workers", type=int, help="parallel sandbox workers")
 
@@ -282,17 +284,12 @@ def _open_image(path: Path) -> Any:
 
 
 def _device(choice: str) -> str:
-    import torch
+    from genservice.device import DeviceError, resolve_device
 
-    if choice == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
     try:
-        device = torch.device(choice)
-    except RuntimeError as exc:
+        return resolve_device(choice)
+    except DeviceError as exc:
         raise UsageError(f"--device: {exc}") from exc
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda: no CUDA device is available")
-    return choice
 
 
 def _load(folder: Path, device: str) -> Any:

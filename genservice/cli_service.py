@@ -50,6 +50,11 @@ def add_service_commands(sub: Any) -> None:
         "--queues", default="generate,validate,export", help="comma-separated queue names"
     )
     worker.add_argument("--name", help="worker name (default: queues@host)")
+    worker.add_argument(
+        "--device",
+        help="where the generate queue's model runs: auto, cpu, cuda, cuda:N "
+        "(default: $GENSERVICE_DEVICE, else auto)",
+    )
     worker.add_argument("--loglevel", default="INFO")
 
     api = sub.add_parser("api", help="run the API server only (distributed mode)")
@@ -121,11 +126,20 @@ def worker_command(args: argparse.Namespace) -> int:
 
     # Workers run as root in containers and CI; the sandbox, not the worker's uid, isolates code.
     warnings.filterwarnings("ignore", message=".*superuser privileges.*")
+    if args.device:
+        os.environ["GENSERVICE_DEVICE"] = args.device
     settings = _settings()
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
     unknown = sorted(set(queues) - set(QUEUES))
     if not queues or unknown:
         raise UsageError(f"--queues takes some of {', '.join(QUEUES)}; unknown: {unknown}")
+    if "generate" in queues:  # a GPU worker on a machine without one says so before it starts
+        from genservice.device import DeviceError, resolve_device
+
+        try:
+            resolve_device(settings.device)
+        except DeviceError as exc:
+            raise UsageError(f"--device: {exc}") from exc
     app = make_celery(settings)
     register_tasks(app)
     name = args.name or f"{'+'.join(queues)}-{os.getpid()}@%h"

@@ -63,7 +63,9 @@ class Runtime:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 folder = self.settings.model_dir or default_model_dir()
                 log.info("loading model %s", folder)
-                self._model = load_model(folder, device=_device(self.settings.device))
+                from genservice.device import resolve_device
+
+                self._model = load_model(folder, device=resolve_device(self.settings.device))
             return self._model
 
     def limits(self) -> Any:
@@ -880,11 +882,3 @@ def register_tasks(app: Celery) -> None:
 
         task.__name__ = f"{stage}_task"
         app.task(name=name, acks_late=True, reject_on_worker_lost=True)(task)
-
-
-def _device(choice: str) -> str:
-    if choice != "auto":
-        return choice
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -8,4 +8,8 @@ echo "== mypy" && .venv/bin/mypy
 if [ -f web/package.json ]; then
   echo "== web (vitest)" && (cd web && npm test --silent)
 fi
-echo "== pytest" && exec .venv/bin/pytest -q "$@"
+# Two workers by default (GENSERVICE_TEST_WORKERS=0 runs in one process): most tests wait on
+# subprocesses (sandbox, service, browser), so two cores keep two of them busy. A file's tests
+# stay on one worker, sharing its module fixtures.
+workers=${GENSERVICE_TEST_WORKERS:-2}
+echo "== pytest" && exec .venv/bin/pytest -q -n "$workers" --dist loadfile "$@"

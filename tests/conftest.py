@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +14,30 @@ import pytest
 from validators.sandbox import Limits, SandboxPool
 
 SAMPLES = Path(__file__).parent / "validators" / "cad_samples"
+WORKER_TMP_PREFIX = "genservice-tests-"
+_PRIVATE_TMP = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, give each worker (and what it starts) its own temporary folder.
+
+    The hostile-program tests compare /tmp before and after a run; another worker's files
+    appearing there meanwhile must not read as a leak.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        private = Path(tempfile.gettempdir()) / f"{WORKER_TMP_PREFIX}{worker}-{os.getpid()}"
+        private.mkdir(exist_ok=True)
+        os.environ["TMPDIR"] = str(private)
+        tempfile.tempdir = None  # recomputed from TMPDIR on next use
+        config.stash[_PRIVATE_TMP] = private
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the worker's temporary folder."""
+    private = config.stash.get(_PRIVATE_TMP, None)
+    if private is not None:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -172,6 +172,7 @@ class RLTrainer:
         from training.curriculum import CurriculumSampler
         from training.rewards import TaskRewards
         from validators.sandbox import SandboxPool
+        from validators.sandbox.pool import DEFAULT_PRELOAD
 
         config = self.config
         if config.training.num_threads:
@@ -181,8 +182,13 @@ class RLTrainer:
             f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if torch.cuda.is_available() else "cpu"
         )
         self.limits, _, isolation = sandbox_limits(None, None)
+        # A code-only run warms no CadQuery: its checks need none (and a GPU box may lack it).
+        code_only = config.data.domains == ["code"]
         self.pool = SandboxPool(
-            size=config.rollout.reward_workers, limits=self.limits, isolation=isolation
+            size=config.rollout.reward_workers,
+            limits=self.limits,
+            isolation=isolation,
+            preload=("validators.code.guest",) if code_only else DEFAULT_PRELOAD,
         )
         self.rewards = TaskRewards(
             self.pool, self.limits, base=Path(config.data.tasks).parent, shaping=config.reward

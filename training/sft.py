@@ -313,10 +313,18 @@ def collate(
 
 
 def loss_sum(model: Any, batch: dict[str, torch.Tensor], bf16: bool) -> torch.Tensor:
-    """Summed next-token loss over labelled positions (logits only where a label follows)."""
+    """Summed next-token loss over labelled positions (logits only where a label follows).
+
+    The batch moves to the model's device (pictures in the model's dtype); `bf16` turns on
+    bfloat16 autocast for that device's type.
+    """
     import torch
     import torch.nn.functional as F
 
+    device, dtype = _placement(model)
+    batch = {key: value.to(device) for key, value in batch.items()}
+    if "pixel_values" in batch:
+        batch["pixel_values"] = batch["pixel_values"].to(dtype)
     labels = batch["labels"]
     labelled = (labels != IGNORE_INDEX).any(dim=0).nonzero()
     width = labels.shape[1]
@@ -325,7 +333,7 @@ def loss_sum(model: Any, batch: dict[str, torch.Tensor], bf16: bool) -> torch.Te
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
     if "pixel_values" in batch:
         inputs["pixel_values"] = batch["pixel_values"]
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
         try:
             logits = model(**inputs, use_cache=False, logits_to_keep=keep).logits
         except TypeError:  # a model without logits_to_keep
@@ -337,6 +345,33 @@ def loss_sum(model: Any, batch: dict[str, torch.Tensor], bf16: bool) -> torch.Te
         ignore_index=IGNORE_INDEX,
         reduction="sum",
     )
+
+
+def _placement(model: Any) -> tuple[torch.device, torch.dtype]:
+    """The device and dtype of a model's weights (a DeepSpeed engine's too)."""
+    weight = next(model.parameters())
+    return weight.device, weight.dtype
+
+
+def train_device(config: SFTConfig) -> tuple[str, bool]:
+    """The device the run trains on and whether it autocasts to bfloat16 there.
+
+    `training.device: auto` defers to $GENSERVICE_DEVICE, then to the first GPU PyTorch sees;
+    `training.bf16` unset means on a GPU (with bfloat16) and off on the CPU.
+    """
+    import torch
+
+    from genservice.device import DeviceError, resolve_device
+
+    wanted = config.training.device
+    try:
+        device = resolve_device(None if wanted == "auto" else wanted)
+    except DeviceError as exc:
+        raise SetupError(f"training.device: {exc}") from exc
+    bf16 = config.training.bf16
+    if bf16 is None:
+        bf16 = torch.device(device).type == "cuda" and torch.cuda.is_bf16_supported()
+    return device, bf16
 
 
 def evaluate(
@@ -402,6 +437,7 @@ def _train_sft(
     except ValueError as exc:
         raise SetupError(str(exc)) from exc
     train_cfg = config.training
+    device, bf16 = train_device(config)
     if train_cfg.num_threads:
         torch.set_num_threads(train_cfg.num_threads)
     output = Path(config.output_dir)
@@ -409,7 +445,9 @@ def _train_sft(
     checkpoint = _resume_point(checkpoints, resume)
     state: dict[str, Any] = {}
     if checkpoint is not None:
-        state = torch.load(checkpoint / STATE_FILE, weights_only=True)
+        # On the CPU first (a GPU run's state loads anywhere); the optimizer's state then
+        # follows its parameters to the device.
+        state = torch.load(checkpoint / STATE_FILE, weights_only=True, map_location="cpu")
         _check_same_run(state["config"], config, checkpoint)
     elif latest_checkpoint(checkpoints) is not None:
         raise SetupError(
@@ -431,6 +469,7 @@ def _train_sft(
 
     base_summary = _base_summary(config)
     tokenizer, model, processor = _tokenizer_and_model(config, train_rows, checkpoint)
+    model.to(device)
     from training.vlm import image_slots
 
     slots = image_slots(model)
@@ -494,7 +533,8 @@ def _train_sft(
         + (f"{sum(e.with_example for e in train)} with an example; " if solved_index else "")
         + (f"{sum(not e.whole for e in train)} cut after their parameters; " if cuts else "")
         + f"{n_params / 1e6:.2f}M parameters; "
-        f"{total_steps} steps of {train_cfg.batch_size}×{train_cfg.grad_accum}"
+        f"{total_steps} steps of {train_cfg.batch_size}×{train_cfg.grad_accum} on {device}"
+        + (" (bf16 autocast)" if bf16 else "")
         + (f"; resuming at step {step} from {checkpoint}" if checkpoint else ""),
         file=sys.stderr,
     )
@@ -554,7 +594,7 @@ def _train_sft(
             step_loss = 0.0
             for examples in micro:
                 batch = collate(examples, pad_id, processor)
-                loss = loss_sum(model, batch, train_cfg.bf16) / max(1, label_tokens)
+                loss = loss_sum(model, batch, bf16) / max(1, label_tokens)
                 loss.backward()
                 step_loss += float(loss.detach())
                 window_tokens += int(batch["attention_mask"].sum())
@@ -600,9 +640,7 @@ def _train_sft(
             if (train_cfg.eval_every and step % train_cfg.eval_every == 0) or (
                 last_step or over_budget or stop_requested.set
             ):
-                val_loss = evaluate(
-                    model, val, train_cfg.batch_size, pad_id, train_cfg.bf16, processor
-                )
+                val_loss = evaluate(model, val, train_cfg.batch_size, pad_id, bf16, processor)
                 if val_loss is not None:
                     _log(metrics_path, {"event": "eval", "step": step, "val_loss": val_loss})
             if over_budget and not last_step:
@@ -647,6 +685,8 @@ def _train_sft(
             "from": config.model.from_dir,
         },
         "num_threads": torch.get_num_threads(),
+        "device": device,
+        "bf16_autocast": bf16,
         "versions": _versions(),
     }
     if base_summary is not None:  # a fine-tune: the runs before it stay on record (model card)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 SCHEDULES = ("cosine", "linear", "constant")
 ARCHITECTURES = ("qwen2",)
+DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
 
 
 def _positive_int(section: str, name: str, value: Any, zero_ok: bool = False) -> None:
@@ -193,7 +195,11 @@ class TrainingConfig:
     log_every: int = 10
     keep_checkpoints: int = 2
     num_threads: int = 2  # torch intra-op threads; 0 leaves torch's default
-    bf16: bool = False  # bfloat16 autocast on CPU (weights and optimizer stay float32)
+    # Where the model trains: auto (the $GENSERVICE_DEVICE device, else the first GPU when
+    # PyTorch sees one, else the CPU), cpu, cuda or cuda:N (genservice/device.py).
+    device: str = "auto"
+    # bfloat16 autocast (weights and optimizer stay float32); None: on a GPU, off on the CPU.
+    bf16: bool | None = None
     # With model.vision: the peak learning rate of the pre-trained language model, lower than
     # `lr` (the new vision encoder and projector) so text requests keep their quality.
     language_lr: float | None = None
@@ -234,8 +240,12 @@ class TrainingConfig:
             raise ValueError("training.schedule_by_time must be true or false")
         if self.schedule_by_time and self.max_minutes is None:
             raise ValueError("training.schedule_by_time needs training.max_minutes")
-        if not isinstance(self.bf16, bool):
-            raise ValueError("training.bf16 must be true or false")
+        if self.bf16 is not None and not isinstance(self.bf16, bool):
+            raise ValueError("training.bf16 must be true, false or null (on a GPU only)")
+        if not isinstance(self.device, str) or not DEVICE_PATTERN.fullmatch(self.device):
+            raise ValueError(
+                f"training.device must be auto, cpu, cuda or cuda:N, got {self.device!r}"
+            )
 
 
 @dataclass

@@ -17,6 +17,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from genservice.device import ATTENTION, model_dtype
+
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "models" / "tiny"
 TRAIN_HINT = "train it with `genservice train sft --config training/configs/tiny.yaml`"
 TEXT_ONLY = "this model takes text only; drop --image or use a vision-language model"
@@ -118,14 +120,13 @@ def load_model(
     dtype: Any | None = None,
 ) -> LoadedModel:
     """Load a local model directory (causal LM or VLM) in eval mode on `device`."""
-    import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     folder = check_model_dir(path)
     config = AutoConfig.from_pretrained(folder, local_files_only=True)
     kind = model_kind(folder)
     if dtype is None:
-        dtype = torch.float32 if torch.device(device).type == "cpu" else _accelerator_dtype()
+        dtype = model_dtype(device)
     processor = None
     model: Any
     if kind == "vlm":
@@ -134,11 +135,13 @@ def load_model(
         processor = load_processor(folder)
         tokenizer = processor.tokenizer
         model = AutoModelForImageTextToText.from_pretrained(
-            folder, local_files_only=True, dtype=dtype
+            folder, local_files_only=True, dtype=dtype, attn_implementation=ATTENTION
         )
     else:
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, local_files_only=True, dtype=dtype, attn_implementation=ATTENTION
+        )
     model.to(device)
     model.eval()
     model_id = getattr(config, "name_or_path", "") or ""
@@ -154,14 +157,6 @@ def load_model(
         device=str(device),
         eos_token_ids=_eos_ids(model, tokenizer),
     )
-
-
-def _accelerator_dtype() -> Any:
-    import torch
-
-    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
-        return torch.bfloat16
-    return torch.float16
 
 
 def load_processor(folder: Path) -> Any:

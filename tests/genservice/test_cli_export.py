@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import trimesh
 
 from exporters import gltf_validator
@@ -160,8 +161,29 @@ def test_usage_errors_exit_2_with_a_message(tmp_path):
         ("export", str(tmp_path / "missing.py")): "no such file",
         ("export", str(script), "--param", "oops"): "NAME=VALUE",
         ("export", str(script), "--splats", "0"): "splat count",
+        ("export", str(script), "--splat-refine", "-3"): "refinement steps",
     }
+    if not torch.cuda.is_available():
+        cases[("export", str(script), "--splat-refine", "5", "--device", "cuda")] = "no CUDA"
     for args, message in cases.items():
         done = _genservice(*args, "-o", str(tmp_path / "out"))
         assert done.returncode == 2, (args, done.stderr)
         assert message in done.stderr, (args, done.stderr)
+
+
+def test_splat_refinement_is_reported_in_the_manifest_and_on_the_terminal(tmp_path):
+    script = tmp_path / "peg.py"
+    script.write_text(
+        "import cadquery as cq\n"
+        "result = cq.Workplane().box(30, 20, 6).faces('>Z').workplane().circle(4).extrude(8)\n"
+    )
+    args = ("export", str(script), "--format", "ply", "--splats", "400", "--splat-refine", "4")
+    done = _genservice(*args, "-o", str(tmp_path / "out"), "--device", "cpu")
+    assert done.returncode == 0, done.stderr
+    assert "splats   refined 4 steps on cpu (torch" in done.stdout
+    as_json = _genservice(*args, "-o", str(tmp_path / "again"), "--device", "cpu", "--json")
+    refined = json.loads(as_json.stdout)["splat_refinement"]
+    assert refined["steps"] == 4 and refined["count"] == 400 and refined["backend"] == "torch"
+    manifest = json.loads(Path(json.loads(as_json.stdout)["manifest"]).read_text())
+    assert manifest["export_checks"]["splat_refinement"]["after"] == refined["after"]
+    assert read_ply((tmp_path / "again/peg.ply").read_bytes()).count == 400

@@ -18,11 +18,13 @@ from training.sft import (
     IGNORE_INDEX,
     METRICS_FILE,
     SUMMARY_FILE,
+    SetupError,
     cut_rows,
     encode_task,
     length_grouped_batches,
     parameter_block_end,
     reply_format,
+    train_device,
     train_sft,
 )
 from training.sft_config import SFTConfig
@@ -296,6 +298,28 @@ def test_time_budget_stops_cleanly_and_saves(data: Path, tmp_path: Path) -> None
     assert (tmp_path / "budget" / "checkpoints" / "step-0000001").is_dir()
 
 
+def test_the_training_device_resolves_and_a_missing_gpu_is_a_setup_error(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    monkeypatch.delenv("GENSERVICE_DEVICE", raising=False)
+    config = SFTConfig.from_dict(micro_config(data, tmp_path / "out"))
+    assert config.training.device == "auto" and config.training.bf16 is None
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert train_device(config)[0] == expected
+    monkeypatch.setenv("GENSERVICE_DEVICE", "cpu")  # auto defers to the environment
+    assert train_device(config) == ("cpu", False)  # no bf16 autocast on the CPU unless asked
+    bf16 = SFTConfig.from_dict(micro_config(data, tmp_path / "out", bf16=True))
+    assert train_device(bf16) == ("cpu", True)
+    if torch.cuda.is_available():
+        return
+    cuda = SFTConfig.from_dict(micro_config(data, tmp_path / "out", device="cuda"))
+    with pytest.raises(SetupError, match=r"training\.device: .*no CUDA device"):
+        train_sft(cuda, command="pytest", show_progress=False)
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
 def test_retrieval_run_trains_on_examples_and_ships_its_index(data: Path, tmp_path: Path) -> None:
     from genservice.generation.loader import load_model
     from genservice.generation.retrieval import ExampleIndex
@@ -361,6 +385,9 @@ def test_retrieval_prompt_of_a_row_never_shows_the_row_itself(data: Path) -> Non
         (lambda c: c["data"].update(whole_program_share=0), "data.whole_program_share"),
         (lambda c: c["data"].update(whole_program_share=1.5), "data.whole_program_share"),
         (lambda c: c["data"].update(whole_program_share="most"), "data.whole_program_share"),
+        (lambda c: c["training"].update(device="gpu"), "training.device must be auto, cpu"),
+        (lambda c: c["training"].update(device="cuda:x"), "training.device must be auto, cpu"),
+        (lambda c: c["training"].update(bf16="yes"), "training.bf16"),
     ],
 )
 def test_bad_configs_say_what_to_fix(change: Any, message: str, tmp_path: Path) -> None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tests.conftest import WORKER_TMP_PREFIX
 from validators.sandbox import SandboxPool
 
 WATCHED_DIRS = [Path("/tmp"), Path(__file__).resolve().parents[2], Path.home()]
+# pytest's own folders, and the other test workers' private temporary folders (conftest.py).
+IGNORED = ("pytest-of-", ".pytest_cache", ".ruff_cache", ".mypy_cache", WORKER_TMP_PREFIX)
 
 
 def host_files() -> set[str]:
@@ -15,7 +18,7 @@ def host_files() -> set[str]:
     names: set[str] = set()
     for directory in WATCHED_DIRS:
         for entry in os.listdir(directory):
-            if not entry.startswith(("pytest-of-", ".pytest_cache", ".ruff_cache", ".mypy_cache")):
+            if not entry.startswith(IGNORED):
                 names.add(str(directory / entry))
     return names
 

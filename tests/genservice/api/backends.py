@@ -13,7 +13,9 @@ from contextlib import contextmanager
 POSTGRES_ADMIN = os.environ.get(
     "GENSERVICE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
-REDIS = os.environ.get("GENSERVICE_TEST_REDIS", "redis://127.0.0.1:6379/9")
+# Each pytest-xdist worker (gw0, gw1, ...) gets its own Redis database: they are flushed.
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+REDIS = os.environ.get("GENSERVICE_TEST_REDIS", f"redis://127.0.0.1:6379/{9 + _WORKER}")
 RABBITMQ = os.environ.get("GENSERVICE_TEST_RABBITMQ", "amqp://guest:guest@127.0.0.1:5672//")
 
 
