@@ -19,7 +19,7 @@ from genservice.store.models import Job, Version
 from tests.genservice.api.backends import postgres_database, redis_broker
 from tests.genservice.api.service import FLANGE, Service, wait_job, wait_state
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 MAX_ATTEMPTS = 3
 # Validation of this program takes seconds, so a kill lands while it runs.
 SLOW_BOX = (
