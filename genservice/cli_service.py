@@ -37,6 +37,9 @@ def add_service_commands(sub: Any) -> None:
     run.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     run.add_argument("--port", type=int, help="port (default 8000)")
     run.add_argument("--model", type=Path, metavar="DIR", help="local model directory")
+    run.add_argument(
+        "--device", help="where the model runs: auto, cpu, cuda, cuda:N (default: auto)"
+    )
     run.add_argument("--data-dir", type=Path, help="where state lives (default var/genservice)")
     run.add_argument("--no-workers", action="store_true", help="the API only")
 
@@ -215,6 +218,13 @@ def run_command(args: argparse.Namespace) -> int:
         env["GENSERVICE_HOST"] = args.host
     if args.port is not None:
         env["GENSERVICE_PORT"] = str(args.port)
+    if args.device:
+        from genservice.device import DeviceError, resolve_device
+
+        try:
+            env["GENSERVICE_DEVICE"] = resolve_device(args.device)
+        except DeviceError as exc:
+            raise UsageError(f"--device: {exc}") from exc
     os.environ.update(env)
     settings = _settings()
     env["GENSERVICE_DATA_DIR"] = str(settings.data_path)  # children may start elsewhere

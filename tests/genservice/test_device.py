@@ -46,6 +46,7 @@ def test_a_missing_gpu_is_a_usage_error_on_every_command() -> None:
     for argv in (
         ["generate", "a plate 40 mm wide", "--device", "cuda"],
         ["worker", "--queues", "generate", "--device", "cuda"],
+        ["run", "--device", "cuda:1"],
     ):
         done = subprocess.run(
             [sys.executable, "-m", "genservice", *argv],
