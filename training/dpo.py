@@ -226,7 +226,7 @@ class DPOTrainer:
         import torch
 
         from genservice.generation.loader import load_model
-        from training.rl import setup_distributed
+        from training.rl import setup_distributed, training_device
 
         config = self.config
         if config.training.num_threads:
@@ -234,8 +234,8 @@ class DPOTrainer:
         _, world = setup_distributed()
         if world > 1:
             raise ValueError("genservice train dpo runs in one process (no launcher)")
-        deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
-        self.device = "cuda:0" if torch.cuda.is_available() else "cpu"
+        self.device = training_device()
+        deepspeed.init_distributed(dist_backend="nccl" if self.device != "cpu" else "gloo")
         self.loaded = load_model(config.model.from_dir, device=self.device, dtype=torch.float32)
         self.pad_id = self.loaded.tokenizer.pad_token_id or 0
         self.run_dir.mkdir(parents=True, exist_ok=True)

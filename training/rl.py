@@ -108,11 +108,21 @@ def setup_distributed() -> tuple[int, int]:
         defaults |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
         for key, value in defaults.items():
             os.environ.setdefault(key, value)
-    import torch
-
-    if not torch.cuda.is_available():
+    if not on_gpu():
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
     return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+
+def on_gpu() -> bool:
+    """Whether training runs on GPUs: a GPU is there and GENSERVICE_DEVICE does not say cpu."""
+    from genservice.device import resolve_device
+
+    return resolve_device(os.environ.get("GENSERVICE_DEVICE") or "auto").startswith("cuda")
+
+
+def training_device() -> str:
+    """This process's device: its launcher's GPU (cuda:LOCAL_RANK) on GPUs, else the CPU."""
+    return f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if on_gpu() else "cpu"
 
 
 def step_seed(seed: int, step: int, round_: int, index: int) -> int:
@@ -177,10 +187,8 @@ class RLTrainer:
         config = self.config
         if config.training.num_threads:
             torch.set_num_threads(config.training.num_threads)
-        deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
-        self.device = (
-            f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if torch.cuda.is_available() else "cpu"
-        )
+        self.device = training_device()
+        deepspeed.init_distributed(dist_backend="nccl" if self.device != "cpu" else "gloo")
         self.limits, _, isolation = sandbox_limits(None, None)
         # A code-only run warms no CadQuery: its checks need none (and a GPU box may lack it).
         code_only = config.data.domains == ["code"]
