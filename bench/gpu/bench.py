@@ -18,8 +18,10 @@ together they keep to a time budget, `--budget`, default 420 s, 150 s with `--ti
   (training/sft.py): step time, tokens/s and MFU = 6 x parameters x tokens/s / the device's
   dense bfloat16 peak (PEAK_BF16; null on the CPU); then a few steps of the real RL trainer
   (training/rl.py) on code tasks, skipped with the reason when the sandbox is unavailable.
-- splat: `exporters.splat_refine.refine_splats` on the part in bench/gpu/data/part.npz
-  (`vertices`, `triangles`), when both exist (`splat_section`).
+- splat: on a GPU, gsplat's picture of the sample part's splats against the CPU renderer's
+  (PSNR); then `exporters.splat_refine.refine_splats` of those splats on the device: held-out
+  PSNR, SSIM and silhouette IoU before and after, steps/s. The part is the flange tessellated by
+  bench/gpu/prepare.sh (bench/gpu/data/part.npz), else a block with a peg made with trimesh.
 
 `--tiny` shrinks everything (small random shapes instead of the Qwen2 ones, a few tokens, one
 RL step) so that the whole run rehearses on a CPU in about a minute.
