@@ -21,6 +21,7 @@ PSNR and SSIM of the colour picture, and silhouette IoU, before and after.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -120,10 +121,9 @@ def refine_splats(
     if gaussians.count < 1:
         raise ValueError("there are no Gaussians to refine")
     backend = choose_backend(backend, device)
-    if backend == "torch":  # small tensor operations: torch's thread pool only adds contention
-        with single_thread():
-            return _refine(gaussians, parts, steps, device, views, size, backend, seed, progress)
-    return _refine(gaussians, parts, steps, device, views, size, backend, seed, progress)
+    # The CPU renderer's tensors are mid-sized: torch's thread pool only adds contention there.
+    with single_thread() if backend == "torch" else contextlib.nullcontext():
+        return _refine(gaussians, parts, steps, device, views, size, backend, seed, progress)
 
 
 def _refine(
@@ -141,7 +141,7 @@ def _refine(
     center, radius = bounding_sphere(parts)
     train = look_at_cameras(center, radius, views, size)
     held_out = look_at_cameras(center, radius, views, size, azimuth_offset=math.pi / views)
-    rasterize = _gsplat_rasterizer(device) if backend == "gsplat" else _torch_rasterizer()
+    rasterize = gsplat_rasterizer(device) if backend == "gsplat" else _torch_rasterizer()
     targets = [_target(parts, camera, device) for camera in train]
     held_out_targets = [_target(parts, camera, device) for camera in held_out]
 
@@ -236,7 +236,7 @@ def _torch_rasterizer() -> Rasterizer:
     return render_tensors
 
 
-def _gsplat_rasterizer(device: str) -> Rasterizer:
+def gsplat_rasterizer(device: str) -> Rasterizer:
     """gsplat's CUDA rasteriser with the same camera model and kernel as the CPU renderer."""
     from gsplat import rasterization
 

@@ -88,3 +88,14 @@ def _stderr_console() -> Any:
     from rich.console import Console
 
     return Console(stderr=True)
+
+
+def cli_device(choice: str | None) -> str:
+    """The device for a --device choice (None: $GENSERVICE_DEVICE, else auto); a usage error
+    when it is malformed or not on this machine."""
+    from genservice.device import DeviceError, resolve_device
+
+    try:
+        return resolve_device(choice)
+    except DeviceError as exc:
+        raise UsageError(f"--device: {exc}") from exc

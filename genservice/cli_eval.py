@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genservice.cli_common import UsageError, sandbox_limits
+from genservice.cli_common import UsageError, cli_device, sandbox_limits
 from genservice.generation.engine import MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
 
@@ -190,7 +190,6 @@ def eval_command(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from genservice.device import resolve_device
     from genservice.generation.binding import bind_candidates
     from genservice.generation.entry_point import EntryPoint
     from genservice.generation.loader import ModelNotFoundError, default_model_dir, load_model
@@ -203,7 +202,7 @@ def eval_command(args: argparse.Namespace) -> int:
 
     model_dir = args.model or default_model_dir()
     try:
-        loaded = load_model(model_dir, device=resolve_device(args.device))
+        loaded = load_model(model_dir, device=cli_device(args.device))
     except (ModelNotFoundError, ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     tasks = _by_modality(tasks, args.modality, loaded.accepts_images)

@@ -8,7 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genservice.cli_common import UsageError, open_pool, parse_params, sandbox_limits
+from genservice.cli_common import (
+    UsageError,
+    cli_device,
+    open_pool,
+    parse_params,
+    sandbox_limits,
+)
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -94,7 +100,7 @@ def export_command(args: argparse.Namespace) -> int:
             step_schema=args.step_schema,
             splat_count=args.splats,
             splat_refine=args.splat_refine,
-            device=_refine_device(args) if args.splat_refine else "cpu",
+            device=cli_device(args.device) if args.splat_refine else "cpu",
         )
         record = GenerationRecord.for_script(args.script)
     except ValueError as exc:
@@ -187,9 +193,3 @@ def provenance_command(args: argparse.Namespace) -> int:
         for problem in outcome.problems:
             print(f"FAILED  {problem}", file=sys.stderr)
     return EXIT_OK if outcome.ok else EXIT_FAILED
-
-
-def _refine_device(args: argparse.Namespace) -> str:
-    from genservice.device import resolve_device
-
-    return resolve_device(args.device)

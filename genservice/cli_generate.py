@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from genservice.cli_common import UsageError, open_pool, sandbox_limits
+from genservice.cli_common import UsageError, cli_device, open_pool, sandbox_limits
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
 
@@ -108,7 +108,7 @@ def generate_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
-    device = _device(args.device)
+    device = cli_device(args.device)
     # The sandbox pool (cadquery imported in every worker) starts while the model loads and
     # samples; generate() waits for it only when the candidates are ready to validate.
     with ThreadPoolExecutor(max_workers=1) as starter:
@@ -281,15 +281,6 @@ def _open_image(path: Path) -> Any:
         raise UsageError(f"cannot read image {path}: {exc}") from exc
     except PictureError as exc:
         raise UsageError(f"image {path}: {exc}") from exc
-
-
-def _device(choice: str) -> str:
-    from genservice.device import DeviceError, resolve_device
-
-    try:
-        return resolve_device(choice)
-    except DeviceError as exc:
-        raise UsageError(f"--device: {exc}") from exc
 
 
 def _load(folder: Path, device: str) -> Any:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from genservice.cli_common import UsageError
+from genservice.cli_common import UsageError, cli_device
 
 QUEUE_GROUPS = (("generate",), ("validate", "export"))
 RESTART_WINDOW_S, RESTART_LIMIT = 60.0, 5
@@ -137,12 +137,7 @@ def worker_command(args: argparse.Namespace) -> int:
     if not queues or unknown:
         raise UsageError(f"--queues takes some of {', '.join(QUEUES)}; unknown: {unknown}")
     if "generate" in queues:  # a GPU worker on a machine without one says so before it starts
-        from genservice.device import DeviceError, resolve_device
-
-        try:
-            resolve_device(settings.device)
-        except DeviceError as exc:
-            raise UsageError(f"--device: {exc}") from exc
+        cli_device(settings.device)
     app = make_celery(settings)
     register_tasks(app)
     name = args.name or f"{'+'.join(queues)}-{os.getpid()}@%h"
@@ -219,12 +214,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.port is not None:
         env["GENSERVICE_PORT"] = str(args.port)
     if args.device:
-        from genservice.device import DeviceError, resolve_device
-
-        try:
-            env["GENSERVICE_DEVICE"] = resolve_device(args.device)
-        except DeviceError as exc:
-            raise UsageError(f"--device: {exc}") from exc
+        env["GENSERVICE_DEVICE"] = cli_device(args.device)
     os.environ.update(env)
     settings = _settings()
     env["GENSERVICE_DATA_DIR"] = str(settings.data_path)  # children may start elsewhere

@@ -117,7 +117,7 @@ def on_gpu() -> bool:
     """Whether training runs on GPUs: a GPU is there and GENSERVICE_DEVICE does not say cpu."""
     from genservice.device import resolve_device
 
-    return resolve_device(os.environ.get("GENSERVICE_DEVICE") or "auto").startswith("cuda")
+    return resolve_device().startswith("cuda")
 
 
 def training_device() -> str:

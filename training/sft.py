@@ -361,7 +361,7 @@ def train_device(config: SFTConfig) -> tuple[str, bool]:
     """
     import torch
 
-    from genservice.device import DeviceError, resolve_device
+    from genservice.device import DeviceError, model_dtype, resolve_device
 
     wanted = config.training.device
     try:
@@ -370,7 +370,7 @@ def train_device(config: SFTConfig) -> tuple[str, bool]:
         raise SetupError(f"training.device: {exc}") from exc
     bf16 = config.training.bf16
     if bf16 is None:
-        bf16 = torch.device(device).type == "cuda" and torch.cuda.is_bf16_supported()
+        bf16 = model_dtype(device) == torch.bfloat16
     return device, bf16
 
 

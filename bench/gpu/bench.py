@@ -586,10 +586,10 @@ def splat_section(device: str, tiny: bool) -> dict[str, Any]:
     gaussians = gaussians_from_parts([part], count=plan.splat_count)
     result: dict[str, Any] = {"part": source, "gaussians": gaussians.count}
     if device.startswith("cuda"):
-        from exporters.splat_refine import _gsplat_rasterizer
+        from exporters.splat_refine import gsplat_rasterizer
 
         begun = time.perf_counter()
-        rasterize = _gsplat_rasterizer(device)
+        rasterize = gsplat_rasterizer(device)
         tensors = SplatTensors(
             *(t.float().to(device) for t in vars(SplatTensors.of(gaussians)).values())
         )

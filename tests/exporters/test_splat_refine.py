@@ -112,12 +112,12 @@ def test_image_metrics() -> None:
 @pytest.mark.gpu
 @needs_cuda
 def test_gsplat_agrees_with_the_cpu_renderer_and_refines_on_cuda() -> None:
-    from exporters.splat_refine import _gsplat_rasterizer
+    from exporters.splat_refine import gsplat_rasterizer
 
     part = _block_with_peg()
     g = gaussians_from_parts([part], count=2000)
     cameras = look_at_cameras(*bounding_sphere([part]), n_views=4, size=64)
-    gpu = _gsplat_rasterizer("cuda")
+    gpu = gsplat_rasterizer("cuda")
     tensors = SplatTensors.of(g)
     on_gpu = SplatTensors(*(t.float().cuda() for t in vars(tensors).values()))
     for camera in cameras:
