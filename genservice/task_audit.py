@@ -1,4 +1,4 @@
-"""`genservice validate-tasks`: find broken tasks in a JSONL task set before compute is spent.
+"""Find broken tasks in a JSONL task set before compute is spent (`genservice validate-tasks`).
 
 A task is sound when its reference passes its own checks and trivial programs fail them: the
 empty program, `pass`, a constant result, an echo of the input, and for CAD a 10 mm cube. A
@@ -9,8 +9,6 @@ reference that its words would call the wrong thing is found here too.
 
 from __future__ import annotations
 
-import argparse
-import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,50 +234,3 @@ def task_judge(
         )
 
     return judge_cad
-
-
-def _audit_item(item: tuple[int, dict[str, Any]], base: Path, pool: Any, limits: Any) -> Verdict:
-    line, task = item
-    return audit_task(task, line, base, pool, limits)
-
-
-def audit_command(args: argparse.Namespace) -> int:
-    """Run the audit for the CLI; exit 0 when no task is broken, 1 otherwise."""
-    from genservice.cli_common import UsageError, open_pool, run_parallel, sandbox_limits
-
-    path: Path = args.tasks_file
-    try:
-        tasks, broken = read_tasks(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from exc
-    limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
-    verdicts = list(broken)
-    for domain_group in (("cad", "scene"), ("code",)):
-        group = [(n, t) for n, t in tasks if t["domain"] in domain_group]
-        if not group:
-            continue
-        size = min(workers, len(group))
-        with open_pool(size, limits, isolation, domain_group[0]) as pool:
-            work = functools.partial(_audit_item, base=path.parent, pool=pool, limits=limits)
-            verdicts += run_parallel(group, work, size, f"auditing {'/'.join(domain_group)} tasks")
-    verdicts.sort(key=lambda v: v.line)
-    _report(verdicts, args.json)
-    return 0 if all(v.ok for v in verdicts) else 1
-
-
-def _report(verdicts: list[Verdict], as_json: bool) -> None:
-    if as_json:
-        for verdict in verdicts:
-            print(json.dumps(verdict.to_dict()))
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    bad = [v for v in verdicts if not v.ok]
-    if bad:
-        table = Table("task", "line", "why it is broken")
-        for verdict in bad:
-            table.add_row(verdict.task_id, str(verdict.line), "\n".join(verdict.reasons))
-        console.print(table)
-    console.print(f"{len(verdicts) - len(bad)} sound, {len(bad)} broken, {len(verdicts)} tasks")

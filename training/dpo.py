@@ -259,7 +259,7 @@ class DPOTrainer:
 
     def _collect_pairs(self, progress: Any, stop: Any) -> list[dict[str, Any]]:
         """Phase 1: sample, judge and pair each task not yet sampled; every pair of the run."""
-        from genservice.cli_common import sandbox_limits
+        from genservice.sandboxes import sandbox_limits
         from training.rewards import TaskRewards
         from validators.sandbox import SandboxPool
         from validators.sandbox.pool import DEFAULT_PRELOAD

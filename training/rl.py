@@ -34,35 +34,16 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from training.rl_config import RLConfig
 from training.rl_loss import LossSettings, all_equal, group_advantages
 from training.rl_monitor import Monitor, step_record
+from training.rl_types import Group
 
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.jsonl"
-
-
-@dataclass
-class Group:
-    """One task's candidates: token ids, programs, judgements and advantages."""
-
-    task: dict[str, Any]
-    prompt_ids: list[int]
-    completions: list[list[int]]  # token ids (the end token included when the reply stopped)
-    programs: list[str]
-    finish: list[str]
-    judged: list[Any] = field(default_factory=list)
-    advantages: list[float] = field(default_factory=list)
-    train: bool = True  # False: a filler group whose loss is masked out
-
-    @property
-    def rewards(self) -> list[float]:
-        """The candidates' rewards (penalties included)."""
-        return [j.reward for j in self.judged]
 
 
 def repair_task(group: Group) -> dict[str, Any] | None:
@@ -177,8 +158,8 @@ class RLTrainer:
         import deepspeed
         import torch
 
-        from genservice.cli_common import sandbox_limits
         from genservice.generation.loader import load_model
+        from genservice.sandboxes import sandbox_limits
         from training.curriculum import CurriculumSampler
         from training.rewards import TaskRewards
         from validators.sandbox import SandboxPool

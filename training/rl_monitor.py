@@ -19,16 +19,38 @@ import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from training.rewards import check_means
 from training.rl_loss import all_equal
+from training.rl_types import Group
 
 if TYPE_CHECKING:
     from training.curriculum import CurriculumSampler
-    from training.rl import Group, RLTrainer
+    from training.rl_config import RLConfig
 
 METRICS_FILE = "metrics.jsonl"
+
+
+class Trainer(Protocol):
+    """What the monitor reads of a run's trainer (training.rl.RLTrainer is one)."""
+
+    @property
+    def config(self) -> RLConfig: ...
+    @property
+    def world(self) -> int: ...
+    @property
+    def tasks(self) -> list[dict[str, Any]]: ...
+    @property
+    def heldout(self) -> list[dict[str, Any]]: ...
+    @property
+    def loaded(self) -> Any: ...  # the policy: genservice.generation.loader.LoadedModel
+    @property
+    def pool(self) -> Any: ...  # validators.sandbox.SandboxPool
+    @property
+    def limits(self) -> Any: ...  # validators.sandbox.Limits
+    @property
+    def monitor(self) -> Monitor: ...
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -114,7 +136,7 @@ def _second_turns(groups: list[Group]) -> dict[str, Any]:
     }
 
 
-def heldout_record(trainer: RLTrainer, step: int, elapsed: float) -> dict[str, Any]:
+def heldout_record(trainer: Trainer, step: int, elapsed: float) -> dict[str, Any]:
     """Score the held-out tasks: 2 candidates each, the same seeds at every evaluation."""
     from genservice.generation.prompts import clean_completion
     from genservice.generation.sampler import sample
@@ -278,7 +300,7 @@ class Monitor:
             self.writer.close()
 
 
-def run_summary(trainer: RLTrainer, step: int, elapsed: float) -> dict[str, Any]:
+def run_summary(trainer: Trainer, step: int, elapsed: float) -> dict[str, Any]:
     """training_summary.json of the RL model: this run, on top of its base model's summary."""
     import torch
     import transformers

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -25,31 +24,21 @@ def parse_params(items: list[str]) -> dict[str, str]:
 
 def sandbox_limits(timeout: float | None, workers: int | None) -> tuple[Any, int, Any]:
     """Limits, worker count and isolation from the settings and the command-line overrides."""
-    from genservice.config import load_settings
-    from validators.sandbox import Isolation, Limits
+    from genservice import sandboxes
 
     try:
-        settings = load_settings()
+        return sandboxes.sandbox_limits(timeout, workers)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    timeout = timeout if timeout is not None else settings.sandbox_timeout_s
-    if not (math.isfinite(timeout) and 0 < timeout <= 3600):
-        raise UsageError("--timeout must be a number of seconds in (0, 3600]")
-    if workers is not None and not 1 <= workers <= 256:
-        raise UsageError("--workers must be between 1 and 256")
-    limits = Limits(wall_s=timeout, memory_mb=settings.sandbox_memory_mb)
-    isolation = Isolation("none" if settings.unsafe_sandbox else "bwrap")
-    return limits, workers or settings.sandbox_workers, isolation
 
 
 def open_pool(size: int, limits: Any, isolation: Any, domain: str) -> Any:
     """A warm pool for the domain (cadquery preloaded for cad and scene)."""
-    from validators.sandbox import SandboxPool, SandboxUnavailable
-    from validators.sandbox.pool import DEFAULT_PRELOAD
+    from genservice import sandboxes
+    from validators.sandbox import SandboxUnavailable
 
-    preload = ("validators.code.guest",) if domain == "code" else DEFAULT_PRELOAD
     try:
-        return SandboxPool(size=size, limits=limits, isolation=isolation, preload=preload)
+        return sandboxes.open_pool(size, limits, isolation, domain)
     except SandboxUnavailable as exc:
         raise UsageError(str(exc)) from exc
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genservice.cli_common import UsageError
+from genservice.cli.common import UsageError
 
 SPLIT_CHOICES = ("train", "val", "test", "ood")
 
@@ -127,7 +127,7 @@ def corpus_command(args: argparse.Namespace) -> int:
 
 def _images(args: argparse.Namespace) -> int:
     """`genservice corpus images`: the source rows again, with image tasks after them."""
-    from genservice.cli_common import open_pool, sandbox_limits
+    from genservice.cli.common import open_pool, sandbox_limits
     from training.corpus.images import write_image_corpus
 
     if not args.source.is_file():
@@ -236,7 +236,7 @@ def _build(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name} is a share between 0 and 1, got {share}")
     sandbox: dict[str, Any] = {}
     if args.repair or args.verify:
-        from genservice.cli_common import open_pool, sandbox_limits
+        from genservice.cli.common import open_pool, sandbox_limits
 
         limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
         sandbox = {"limits": limits, "workers": workers, "isolation": isolation}

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genservice.cli_common import UsageError, cli_device, sandbox_limits
+from genservice.cli.common import UsageError, cli_device, sandbox_limits
 from genservice.generation.engine import MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
 

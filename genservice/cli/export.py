@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genservice.cli_common import (
+from genservice.cli.common import (
     UsageError,
     cli_device,
     open_pool,

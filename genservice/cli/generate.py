@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from genservice.cli_common import UsageError, cli_device, open_pool, sandbox_limits
+from genservice.cli.common import UsageError, cli_device, open_pool, sandbox_limits
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
 

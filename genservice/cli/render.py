@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from genservice.cli_common import UsageError, open_pool, parse_params, sandbox_limits
+from genservice.cli.common import UsageError, open_pool, parse_params, sandbox_limits
 
 EXIT_OK, EXIT_FAILED = 0, 1
 MESH_SUFFIXES = (".stl", ".obj", ".ply", ".off", ".glb", ".gltf")

@@ -7,7 +7,7 @@ import math
 import sys
 from typing import Any
 
-from genservice.cli_common import UsageError
+from genservice.cli.common import UsageError
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
 

@@ -1,46 +1,28 @@
-"""The `genservice` command line."""
+"""`genservice validate` (scripts in the sandbox, one Report each) and `validate-tasks`
+(a task set's references pass their own checks and trivial programs fail them)."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from genservice.cli_common import (
+from genservice.cli.common import (
     UsageError,
     open_pool,
     parse_params,
     run_parallel,
     sandbox_limits,
 )
-from genservice.cli_corpus import add_corpus_commands, corpus_command
-from genservice.cli_eval import add_eval_command, eval_command
-from genservice.cli_export import add_export_commands, export_command, provenance_command
-from genservice.cli_generate import add_generate_command, generate_command
-from genservice.cli_render import add_render_command, render_command
-from genservice.cli_service import (
-    add_service_commands,
-    api_command,
-    keys_command,
-    run_command,
-    worker_command,
-)
-from genservice.cli_train import add_train_commands, train_command
 
-EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+EXIT_VALID, EXIT_INVALID = 0, 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser for every subcommand."""
-    parser = argparse.ArgumentParser(
-        prog="genservice",
-        description="Generate, validate and export CadQuery parts and Python code.",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+def add_validate_commands(sub: Any) -> None:
+    """Register validate and validate-tasks."""
     validate = sub.add_parser(
         "validate",
         help="run CadQuery scripts in the sandbox and check their geometry",
@@ -86,71 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--timeout", type=float, help="seconds per program (default 10)")
     tasks.add_argument("--workers", type=int, help="parallel sandbox workers")
     tasks.add_argument("--json", action="store_true", help="one JSON line per task")
-    add_export_commands(sub)
-    add_render_command(sub)
-    add_corpus_commands(sub)
-    add_generate_command(sub)
-    add_eval_command(sub)
-    add_train_commands(sub)
-    add_service_commands(sub)
-    return parser
-
-
-def _launcher_arguments(argv: list[str]) -> list[str]:
-    """Drop the `--local_rank=N` the deepspeed launcher puts first (LOCAL_RANK carries it)."""
-    kept = []
-    for arg in argv:
-        if arg.startswith("--local_rank="):
-            os.environ.setdefault("LOCAL_RANK", arg.split("=", 1)[1])
-            continue
-        kept.append(arg)
-    return kept
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script."""
-    parser = build_parser()
-    args = parser.parse_args(_launcher_arguments(sys.argv[1:] if argv is None else argv))
-    if args.command is None:
-        parser.print_help()
-        return EXIT_VALID
-    try:
-        if args.command == "validate":
-            return _validate(args)
-        if args.command == "validate-tasks":
-            from genservice.task_audit import audit_command
-
-            return audit_command(args)
-        if args.command == "export":
-            return export_command(args)
-        if args.command == "render":
-            return render_command(args)
-        if args.command == "provenance":
-            return provenance_command(args)
-        if args.command == "corpus":
-            return corpus_command(args)
-        if args.command == "generate":
-            return generate_command(args)
-        if args.command == "eval":
-            return eval_command(args)
-        if args.command == "train":
-            return train_command(args)
-        if args.command == "run":
-            return run_command(args)
-        if args.command == "worker":
-            return worker_command(args)
-        if args.command == "api":
-            return api_command(args)
-        if args.command == "keys":
-            return keys_command(args)
-    except UsageError as exc:
-        print(f"genservice {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except BrokenPipeError:  # output piped into e.g. `head`
-        sys.stderr.close()
-        return EXIT_INVALID
-    parser.error(f"unknown command {args.command}")
-    return EXIT_USAGE
 
 
 def _collect(paths: list[str]) -> list[Path]:
@@ -186,7 +103,8 @@ def _load_spec(path: Path | None) -> dict[str, Any] | None:
         raise UsageError(f"spec {path}: {exc}") from exc
 
 
-def _validate(args: argparse.Namespace) -> int:
+def validate_command(args: argparse.Namespace) -> int:
+    """Run `genservice validate`: Reports for scripts; exit 0 if all are valid, 1 if not."""
     from validators.cad.validate import ReferenceLoadError, load_reference, validate_cad
     from validators.report import Check, ErrorInfo, Report
 
@@ -323,5 +241,50 @@ def _print_summary(reports: list[tuple[Path, Any]]) -> None:
     console.print(f"{valid} valid, {len(reports) - valid} invalid, {len(reports)} in all")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def validate_tasks_command(args: argparse.Namespace) -> int:
+    """Run `genservice validate-tasks`: exit 0 when no task is broken, 1 otherwise."""
+    from genservice.task_audit import read_tasks
+
+    path: Path = args.tasks_file
+    try:
+        tasks, broken = read_tasks(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from exc
+    limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
+    verdicts = list(broken)
+    for domain_group in (("cad", "scene"), ("code",)):
+        group = [(n, t) for n, t in tasks if t["domain"] in domain_group]
+        if not group:
+            continue
+        size = min(workers, len(group))
+        with open_pool(size, limits, isolation, domain_group[0]) as pool:
+            work = functools.partial(_audit_item, base=path.parent, pool=pool, limits=limits)
+            verdicts += run_parallel(group, work, size, f"auditing {'/'.join(domain_group)} tasks")
+    verdicts.sort(key=lambda v: v.line)
+    _report_tasks(verdicts, args.json)
+    return EXIT_VALID if all(v.ok for v in verdicts) else EXIT_INVALID
+
+
+def _report_tasks(verdicts: list[Any], as_json: bool) -> None:
+    if as_json:
+        for verdict in verdicts:
+            print(json.dumps(verdict.to_dict()))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    bad = [v for v in verdicts if not v.ok]
+    if bad:
+        table = Table("task", "line", "why it is broken")
+        for verdict in bad:
+            table.add_row(verdict.task_id, str(verdict.line), "\n".join(verdict.reasons))
+        console.print(table)
+    console.print(f"{len(verdicts) - len(bad)} sound, {len(bad)} broken, {len(verdicts)} tasks")
+
+
+def _audit_item(item: tuple[int, dict[str, Any]], base: Path, pool: Any, limits: Any) -> Any:
+    from genservice.task_audit import audit_task
+
+    line, task = item
+    return audit_task(task, line, base, pool, limits)

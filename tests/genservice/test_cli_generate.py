@@ -128,11 +128,11 @@ class _Borrowed:
 
 def test_valid_best_is_exported_with_provenance(capsys, monkeypatch, model_dir, tmp_path, pool):
     """A model that writes a valid box (scripted): exit 0, exports and a manifest."""
-    import genservice.cli_generate
+    import genservice.cli.generate
     from genservice.generation import engine
     from genservice.generation.sampler import Completion
 
-    monkeypatch.setattr(genservice.cli_generate, "open_pool", lambda *args: _Borrowed(pool))
+    monkeypatch.setattr(genservice.cli.generate, "open_pool", lambda *args: _Borrowed(pool))
 
     def scripted(
         loaded, messages, n, seed, max_new_tokens, temperature, top_p, images, progress,
@@ -170,11 +170,11 @@ def test_the_default_export_writes_a_preview_picture(
 
     from PIL import Image
 
-    import genservice.cli_generate
+    import genservice.cli.generate
     from genservice.generation import engine
     from genservice.generation.sampler import Completion
 
-    monkeypatch.setattr(genservice.cli_generate, "open_pool", lambda *args: _Borrowed(pool))
+    monkeypatch.setattr(genservice.cli.generate, "open_pool", lambda *args: _Borrowed(pool))
     monkeypatch.setattr(
         engine, "sample", lambda loaded, messages, n, **rest: [Completion(BOX, (), 0.0, "stop")] * n
     )

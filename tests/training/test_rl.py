@@ -205,7 +205,7 @@ def _free_port() -> int:
 
 
 def test_rewards_are_the_tasks_own_validators(tasks: Path):
-    from genservice.cli_common import sandbox_limits
+    from genservice.sandboxes import sandbox_limits
     from training.rewards import TaskRewards
     from training.sft import load_tasks
     from validators.sandbox import SandboxPool

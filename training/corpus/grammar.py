@@ -10,11 +10,12 @@ A `Draft` collects what a program is: named parameters, construction lines endin
 the exact bounding box, the signature (base and feature tokens), and phrases that describe each
 part in words (training/corpus/compositional.py turns them into requests). This module holds the
 draft and the features cut into or standing on a flat top face (hole patterns of four hole kinds,
-pockets, slots, bosses, ribs, edge chamfers and fillets); grammar_flat.py the flat prisms
-(rectangle, rounded rectangle, circle, regular polygon, slot), mirrored ears and grip flutes;
-grammar_solids.py the L/T/U/C profiles, split rings and arcs; grammar_bodies.py turned parts,
-lofts, shells and the swept handle. Depth is bounded by construction: a base takes at most
-MAX_FEATURES features (a hole pattern's kind is a token that qualifies it, not another feature).
+pockets, slots, bosses, ribs, the swept handle, edge chamfers and fillets); grammar_flat.py the
+flat prisms (rectangle, rounded rectangle, circle, regular polygon, slot), mirrored ears and grip
+flutes; grammar_solids.py the L/T/U/C profiles, split rings and arcs; grammar_bodies.py turned
+parts, lofts and shells. Those build on this module, never the other way round. Depth is bounded
+by construction: a base takes at most MAX_FEATURES features (a hole pattern's kind is a token
+that qualifies it, not another feature).
 """
 
 from __future__ import annotations
@@ -363,9 +364,48 @@ def center_feature(
         draft.add("ribs", params, [line], _rib_words(params))
         draft.grow(dz=params["rib_h"])
     elif kind == "handle":
-        from training.corpus.grammar_bodies import add_handle
-
         add_handle(rng, draft, room, top)
+
+
+def add_handle(rng: random.Random, draft: Draft, room: Room, top: str) -> None:
+    """A handle on the top face: a circle swept along an arch whose feet sink into the top."""
+    grip_d = mm(rng, 4, min(14, 2 * room.half_y - 2), 1)
+    # The feet keep 2 mm clear of what is around them (a chamfer, a rim, holes).
+    most = 2 * (room.radius if room.round else room.half_x) - grip_d - 4
+    if most < 2 * grip_d + 8:
+        return
+    span = mm(rng, 2 * grip_d + 8, min(most, 140), 2)
+    rise = mm(rng, grip_d + 4, 50, 2)
+    p = {"handle_span": span, "handle_rise": rise, "grip_d": grip_d}
+    foot = "thickness / 2" if top == "thickness" else "height - wall / 2"
+    lines = [
+        "path = (",
+        '    cq.Workplane("XZ")',
+        f"    .moveTo(-handle_span / 2, {foot})",
+        f"    .lineTo(-handle_span / 2, {top} + handle_rise - grip_d)",
+        "    .tangentArcPoint((grip_d, grip_d))",
+        f"    .lineTo(handle_span / 2 - grip_d, {top} + handle_rise)",
+        "    .tangentArcPoint((grip_d, -grip_d))",
+        f"    .lineTo(handle_span / 2, {foot})",
+        ")",
+        f'handle = cq.Workplane("XY").workplane(offset={foot}).center(-handle_span / 2, 0)'
+        ".circle(grip_d / 2).sweep(path)",
+        "result = result.union(handle)",
+    ]
+
+    def words(rng: random.Random) -> str:
+        return pick(
+            rng,
+            [
+                f"a handle on top: a {dia(grip_d)} bar bent into an arch, feet "
+                f"{length(rng, span)} apart, rising {length(rng, rise)} above the top",
+                f"an arched {number(grip_d)} mm round handle, {number(span)} between centres "
+                f"and {number(rise)} high",
+            ],
+        )
+
+    draft.add("handle", p, lines, words)
+    draft.grow(x=span + grip_d, y=grip_d, dz=rise + grip_d / 2)
 
 
 def _bore_words(d: float) -> Phrase:

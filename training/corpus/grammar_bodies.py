@@ -1,9 +1,9 @@
-"""A grammar of CAD programs, part 4: turned parts, lofts, shells and the swept handle.
+"""A grammar of CAD programs, part 4: turned parts, lofts and shells.
 
 Turned parts revolve a stepped profile (a tube, a flanged body, a headed peg, a stepped shaft;
 bored or solid); lofts join a rectangle or circle to a smaller section above; shells hollow a
-box or cylinder open at the top (a tray, a box, a cup) or at the bottom (a lid); a handle is a
-circle swept along an arch whose feet sink into a top face. See grammar.py.
+box or cylinder open at the top (a tray, a box, a cup) or at the bottom (a lid), and a lid may
+carry the swept handle (grammar.py's center_feature). See grammar.py.
 """
 
 from __future__ import annotations
@@ -317,44 +317,3 @@ def _wall_words(wall: float, kind: str) -> Phrase:
 
 def _in_floor(phrase: Phrase) -> Phrase:
     return lambda rng: f"{phrase(rng)} in the floor"
-
-
-def add_handle(rng: random.Random, draft: Draft, room: Room, top: str) -> None:
-    """A handle on the top face: a circle swept along an arch whose feet sink into the top."""
-    grip_d = mm(rng, 4, min(14, 2 * room.half_y - 2), 1)
-    # The feet keep 2 mm clear of what is around them (a chamfer, a rim, holes).
-    most = 2 * (room.radius if room.round else room.half_x) - grip_d - 4
-    if most < 2 * grip_d + 8:
-        return
-    span = mm(rng, 2 * grip_d + 8, min(most, 140), 2)
-    rise = mm(rng, grip_d + 4, 50, 2)
-    p = {"handle_span": span, "handle_rise": rise, "grip_d": grip_d}
-    foot = "thickness / 2" if top == "thickness" else "height - wall / 2"
-    lines = [
-        "path = (",
-        '    cq.Workplane("XZ")',
-        f"    .moveTo(-handle_span / 2, {foot})",
-        f"    .lineTo(-handle_span / 2, {top} + handle_rise - grip_d)",
-        "    .tangentArcPoint((grip_d, grip_d))",
-        f"    .lineTo(handle_span / 2 - grip_d, {top} + handle_rise)",
-        "    .tangentArcPoint((grip_d, -grip_d))",
-        f"    .lineTo(handle_span / 2, {foot})",
-        ")",
-        f'handle = cq.Workplane("XY").workplane(offset={foot}).center(-handle_span / 2, 0)'
-        ".circle(grip_d / 2).sweep(path)",
-        "result = result.union(handle)",
-    ]
-
-    def words(rng: random.Random) -> str:
-        return pick(
-            rng,
-            [
-                f"a handle on top: a {dia(grip_d)} bar bent into an arch, feet "
-                f"{length(rng, span)} apart, rising {length(rng, rise)} above the top",
-                f"an arched {number(grip_d)} mm round handle, {number(span)} between centres "
-                f"and {number(rise)} high",
-            ],
-        )
-
-    draft.add("handle", p, lines, words)
-    draft.grow(x=span + grip_d, y=grip_d, dz=rise + grip_d / 2)

@@ -41,8 +41,15 @@ def free_port() -> int:
 class Service:
     """One `genservice run` process tree."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, workers: bool = True):
+    def __init__(
+        self,
+        data_dir: Path,
+        env: dict[str, str] | None = None,
+        workers: bool = True,
+        args: tuple[str, ...] = (),
+    ):
         self.data_dir = data_dir
+        self.args = args  # more `genservice run` options
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **TEST_SETTINGS, **(env or {})}
@@ -56,6 +63,7 @@ class Service:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "genservice", "run", "--data-dir", str(self.data_dir)]
         argv += ["--port", str(self.port)] + ([] if self.workers else ["--no-workers"])
+        argv += self.args
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 argv, env=self.env, cwd=ROOT, stdout=log, stderr=log, start_new_session=True
