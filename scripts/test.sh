@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up what is missing, then run lint, type checks and the whole test suite.
+# Set up what is missing, then run lint, type checks, the docs build and the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -8,6 +8,8 @@ echo "== mypy" && .venv/bin/mypy
 if [ -f web/package.json ]; then
   echo "== web (vitest)" && (cd web && npm test --silent)
 fi
+# The documentation site, strictly: a broken link, anchor or API reference fails the run.
+echo "== docs (mkdocs build --strict)" && .venv/bin/genservice docs --output "${TMPDIR:-/tmp}/genservice-site"
 # Two workers by default (GENSERVICE_TEST_WORKERS=0 runs in one process): most tests wait on
 # subprocesses (sandbox, service, browser), so two cores keep two of them busy. A file's tests
 # stay on one worker, sharing its module fixtures. Tests marked `serial` (they kill workers and

@@ -21,13 +21,8 @@ from genservice.cli.eval import add_eval_command, eval_command
 from genservice.cli.export import add_export_commands, export_command, provenance_command
 from genservice.cli.generate import add_generate_command, generate_command
 from genservice.cli.render import add_render_command, render_command
-from genservice.cli.service import (
-    add_service_commands,
-    api_command,
-    keys_command,
-    run_command,
-    worker_command,
-)
+from genservice.cli.run import run_command
+from genservice.cli.service import add_service_commands, api_command, keys_command, worker_command
 from genservice.cli.train import add_train_commands, train_command
 from genservice.cli.validate import add_validate_commands, validate_command, validate_tasks_command
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,8 @@ def docs_command(args: argparse.Namespace) -> int:
         output = (args.output or root / "site").resolve()
         argv = [*mkdocs, "build", "--strict", "-f", str(config), "-d", str(output)]
     try:
-        return subprocess.run(argv, cwd=root, check=False).returncode
+        # MkDocs Material's banner about a future MkDocs says nothing about this site.
+        env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+        return subprocess.run(argv, cwd=root, env=env, check=False).returncode
     except KeyboardInterrupt:  # Ctrl-C is how a live server stops
         return 0

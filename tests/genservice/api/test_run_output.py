@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from genservice.cli.service import echoed, mask_password
+from genservice.cli.run import echoed, mask_password
 from tests.genservice.api.service import Service
 
 # The Celery worker banner and the INFO records that used to flood the terminal.
