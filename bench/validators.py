@@ -6,13 +6,23 @@
    (agreement and time ratio).
 3. HumanEval canonical solutions per second: the warm pool against one fresh sandboxed
    interpreter per task, side by side in this process.
+4. The MBPP slice (tasks 601-974) the same way: canonical solutions accepted, stubs returning
+   None rejected, tasks/s through the warm pool against one fresh interpreter per task.
+5. The wire's cost for standard-library values: every expected value of the MBPP asserts sent
+   from the candidate's side to the judge's (encode, JSON, parse, rebuild) as plain data, and
+   the same data as standard-library values (dicts as OrderedDicts, lists as deques, tuples as
+   named tuples, floats as Decimals), side by side.
 
 Usage: .venv/bin/python -m bench.validators [--parts 30] [--humaneval 164] [--one-shot 12]
+       [--sections checks,humaneval,mbpp,wire]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import collections
+import decimal
 import json
 import time
 from collections.abc import Callable
@@ -26,6 +36,7 @@ from bench.cad_corpus import corpus
 from validators import physics
 from validators.cad import similarity
 from validators.cad.mesh import combine, decode_mesh, watertight_facts
+from validators.code import mbpp, server, wire
 from validators.code.humaneval import canonical_program, judge_options, load_tasks
 from validators.code.validate import validate_code
 from validators.sandbox import Limits, OneShot, SandboxPool
@@ -163,35 +174,141 @@ def humaneval_throughput(count: int, one_shot_count: int) -> dict[str, float]:
     }
 
 
+def mbpp_throughput(one_shot_count: int) -> dict[str, Any]:
+    """The MBPP slice: canonical solutions accepted, stubs rejected, pool against one-shot."""
+    tasks = mbpp.load_tasks()
+
+    def run_all(executor: Any, subset: list[dict[str, Any]], program: Any) -> tuple[float, int]:
+        started = time.perf_counter()
+        valid = 0
+        for task in track(subset, description=f"MBPP via {type(executor).__name__}"):
+            valid += validate_code(program(task), executor, **mbpp.judge_options(task)).valid
+        return time.perf_counter() - started, valid
+
+    with SandboxPool(size=1, preload=("validators.code.guest",)) as pool:
+        run_all(pool, tasks[:2], mbpp.canonical_program)  # warm-up
+        pool_s, accepted = run_all(pool, tasks, mbpp.canonical_program)
+        _, stubs_passed = run_all(pool, tasks, mbpp.stub_program)
+        pool_subset_s, _ = run_all(pool, tasks[:one_shot_count], mbpp.canonical_program)
+    one_shot = OneShot(preload=("validators.code.guest",))
+    one_shot_s, _ = run_all(one_shot, tasks[:one_shot_count], mbpp.canonical_program)
+    return {
+        "tasks": len(tasks),
+        "canonical_accepted": accepted,
+        "known_broken": len(mbpp.KNOWN_BROKEN),
+        "stubs_rejected": len(tasks) - stubs_passed,
+        "pool_tasks_per_s": len(tasks) / pool_s,
+        "one_shot_tasks_per_s": one_shot_count / one_shot_s,
+        "pool_speedup_on_subset": one_shot_s / pool_subset_s,
+    }
+
+
+def _expected_values() -> list[Any]:
+    """The right-hand side of every `assert call == value` in the MBPP slice (plain literals)."""
+    values = []
+    for task in mbpp.load_tasks():
+        for node in ast.parse(task["tests"]).body:
+            test = node.test if isinstance(node, ast.Assert) else None
+            if isinstance(test, ast.Compare) and len(test.comparators) == 1:
+                try:
+                    values.append(ast.literal_eval(test.comparators[0]))
+                except ValueError:
+                    continue
+    return values
+
+
+def _standard_twin(value: Any) -> Any:
+    """The same data as standard-library values, all the way down."""
+    if isinstance(value, dict):
+        return collections.OrderedDict((k, _standard_twin(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return collections.deque(_standard_twin(v) for v in value)
+    if isinstance(value, tuple) and value:
+        kind = collections.namedtuple("Row", [f"f{i}" for i in range(len(value))])  # type: ignore[misc]
+        return kind(*(_standard_twin(v) for v in value))
+    if isinstance(value, float):
+        return decimal.Decimal(repr(value))
+    return value
+
+
+def wire_cost(repeats: int) -> dict[str, Any]:
+    """Microseconds per value across the wire: plain data against standard-library values."""
+    plain = _expected_values()
+    rich = [_standard_twin(v) for v in plain]
+
+    def seconds(values: list[Any]) -> float:
+        started = time.perf_counter()
+        for _ in range(repeats):
+            for value in values:
+                body = server.dumps({"value": server.encode(value)})[4:]
+                wire.decode(json.loads(body)["value"])
+        return time.perf_counter() - started
+
+    seconds(plain[:50]), seconds(rich[:50])  # warm-up
+    plain_s = rich_s = 0.0
+    for _ in range(3):  # interleaved, so both see the same machine
+        plain_s += seconds(plain)
+        rich_s += seconds(rich)
+    per = 1e6 / (3 * repeats * len(plain))
+    return {
+        "values": len(plain),
+        "plain_us": plain_s * per,
+        "standard_us": rich_s * per,
+        "ratio": rich_s / plain_s,
+    }
+
+
 def main() -> None:
     """Run all three parts and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", type=int, default=30)
     parser.add_argument("--humaneval", type=int, default=164)
     parser.add_argument("--one-shot", type=int, default=12)
+    parser.add_argument("--wire-repeats", type=int, default=20)
+    parser.add_argument("--sections", default="checks,humaneval,mbpp,wire")
     parser.add_argument("--out", type=Path, default=Path("bench/results/validators.json"))
     args = parser.parse_args()
-    shapes = build_parts(args.parts)
-    costs = time_guest_checks(args.parts) | time_checks(shapes)
-    stability = compare_stability(shapes)
-    humaneval = humaneval_throughput(args.humaneval, args.one_shot)
-    print(f"cost per shape over {len(shapes)} corpus shapes (ms):")
-    for name, ms in sorted(costs.items(), key=lambda item: -item[1]):
-        print(f"  {name:28s} {ms:9.1f}")
-    print(
-        f"drop test vs analytic: agreement {stability['agreement']:.0%}, "
-        f"drop test takes {stability['drop_over_analytic_time']:.0f}x the analytic time"
-    )
-    print(
-        f"HumanEval: {humaneval['passed']}/{humaneval['tasks']} canonical solutions pass; "
-        f"warm pool {humaneval['pool_tasks_per_s']:.1f} tasks/s, one-shot "
-        f"{humaneval['one_shot_tasks_per_s']:.2f} tasks/s "
-        f"(pool {humaneval['pool_speedup_on_subset']:.1f}x faster on the same tasks)"
-    )
+    sections = set(args.sections.split(","))
+    results: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    if "checks" in sections:
+        shapes = build_parts(args.parts)
+        costs = time_guest_checks(args.parts) | time_checks(shapes)
+        stability = compare_stability(shapes)
+        results.update(check_ms=costs, stability=stability)
+        print(f"cost per shape over {len(shapes)} corpus shapes (ms):")
+        for name, ms in sorted(costs.items(), key=lambda item: -item[1]):
+            print(f"  {name:28s} {ms:9.1f}")
+        print(
+            f"drop test vs analytic: agreement {stability['agreement']:.0%}, "
+            f"drop test takes {stability['drop_over_analytic_time']:.0f}x the analytic time"
+        )
+    if "humaneval" in sections:
+        humaneval = results["humaneval"] = humaneval_throughput(args.humaneval, args.one_shot)
+        print(
+            f"HumanEval: {humaneval['passed']}/{humaneval['tasks']} canonical solutions pass; "
+            f"warm pool {humaneval['pool_tasks_per_s']:.1f} tasks/s, one-shot "
+            f"{humaneval['one_shot_tasks_per_s']:.2f} tasks/s "
+            f"(pool {humaneval['pool_speedup_on_subset']:.1f}x faster on the same tasks)"
+        )
+    if "mbpp" in sections:
+        found = results["mbpp"] = mbpp_throughput(args.one_shot)
+        print(
+            f"MBPP 601-974: {found['canonical_accepted']}/{found['tasks']} canonical solutions "
+            f"accepted ({found['known_broken']} tasks known broken), "
+            f"{found['stubs_rejected']}/{found['tasks']} stubs rejected; warm pool "
+            f"{found['pool_tasks_per_s']:.1f} tasks/s, one-shot "
+            f"{found['one_shot_tasks_per_s']:.2f} tasks/s "
+            f"(pool {found['pool_speedup_on_subset']:.1f}x faster on the same tasks)"
+        )
+    if "wire" in sections:
+        cost = results["wire"] = wire_cost(args.wire_repeats)
+        print(
+            f"wire, {cost['values']} MBPP expected values: plain data {cost['plain_us']:.1f} us, "
+            f"as standard-library values {cost['standard_us']:.1f} us "
+            f"({cost['ratio']:.2f}x) per value, encode to rebuild"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"check_ms": costs, "stability": stability, "humaneval": humaneval}, indent=2)
-    )
+    args.out.write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

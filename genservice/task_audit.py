@@ -189,6 +189,7 @@ def task_judge(
                 context=str(task.get("context") or ""),  # trusted helpers the tests may use
                 partial_credit=partial_credit,
                 limits=limits,
+                time_budget_s=task.get("time_budget_s"),
             )
 
         return judge_code

@@ -243,6 +243,7 @@ def generation_request(rt: Runtime, job: Job, with_images: bool = True) -> Any:
         spec=r.get("spec"),
         tests=r.get("tests"),
         entry_point=r.get("entry_point"),
+        time_budget_s=r.get("time_budget_s"),
         repair=int(r.get("repair") or 0),
         fit=int(r.get("fit") or 0),
     )
@@ -385,6 +386,7 @@ def stage_validate(ctx: StageContext) -> None:
         spec=r.get("spec"),
         tests=r.get("tests"),
         entry_point=r.get("entry_point"),
+        time_budget_s=r.get("time_budget_s"),
         parameters=r.get("parameters") or None,
         limits=rt.limits(),
         progress=lambda done, total: ctx.progress(done, total, f"validating {total} programs"),

@@ -188,7 +188,12 @@ def _code_scores(
 
     def score(program: str) -> CandidateScore:
         report = validate_code(
-            program, pool, tests=task["tests"], entry_point=task["entry_point"], limits=limits
+            program,
+            pool,
+            tests=task["tests"],
+            entry_point=task["entry_point"],
+            limits=limits,
+            time_budget_s=task.get("time_budget_s"),
         )
         return CandidateScore(
             valid=report.valid,

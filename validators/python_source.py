@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import threading
+import warnings
 from types import CodeType
 
 _PARSING = threading.Lock()
@@ -18,7 +19,10 @@ _PARSING = threading.Lock()
 
 def parse(source: str, filename: str = "<unknown>") -> ast.Module:
     """`ast.parse`, one thread at a time (SyntaxError as ast.parse raises it)."""
-    with _PARSING:
+    with _PARSING, warnings.catch_warnings():
+        # A program's own warnings (an invalid escape in a regex string) are not the host's.
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
         return ast.parse(source, filename=filename)
 
 

@@ -149,7 +149,7 @@ def _check_limits(service: ServiceState, body: GenerationCreate) -> None:
             raise unprocessable("an edit needs session_id and parent_version_id with instruction")
     elif body.parent_version_id is not None:
         raise unprocessable("parent_version_id goes with an instruction (what to change)")
-    check_judging(s, body.domain, body.spec, body.tests, body.entry_point)
+    check_judging(s, body.domain, body.spec, body.tests, body.entry_point, body.time_budget_s)
     if body.domain == "code" and body.formats:
         raise unprocessable("formats apply to cad and scene, not code")
 
@@ -160,18 +160,20 @@ def check_judging(
     spec: dict[str, Any] | None,
     tests: str | None,
     entry_point: str | None,
+    time_budget_s: float | None = None,
 ) -> None:
-    """422 unless what a program is judged against fits its domain: tests and entry_point for
-    code, an optional valid spec for cad and scene."""
+    """422 unless what a program is judged against fits its domain: tests and entry_point (and
+    a time budget) for code, an optional valid spec for cad and scene."""
     if domain == "code":
         if not tests or not entry_point:
             raise unprocessable(
-                "domain code needs tests (check(candidate) or test_* functions) and entry_point"
+                "domain code needs tests (check(candidate), test_* functions or assert lines) "
+                "and entry_point"
             )
         if spec is not None:
             raise unprocessable("spec applies to cad and scene, not code")
-    elif tests is not None or entry_point is not None:
-        raise unprocessable("tests and entry_point apply to domain code only")
+    elif tests is not None or entry_point is not None or time_budget_s is not None:
+        raise unprocessable("tests, entry_point and time_budget_s apply to domain code only")
     if tests is not None and len(tests) > settings.max_program_chars:
         raise unprocessable(f"the tests are longer than {settings.max_program_chars} characters")
     if spec is not None:
@@ -253,6 +255,7 @@ async def create_generation(request: Request, service: State, key: Key) -> JobAc
         "spec": body.spec,
         "tests": body.tests,
         "entry_point": body.entry_point,
+        "time_budget_s": body.time_budget_s,
         "formats": body.formats,
         "images": _save_images(service, images),
         "repair": body.repair,

@@ -42,6 +42,14 @@ class GenerationCreate(Strict):
     spec: dict[str, Any] | None = Field(default=None, description="cad/scene: dimensions to meet")
     tests: str | None = Field(default=None, description="code: check(candidate) or test_*")
     entry_point: str | None = Field(default=None, max_length=200, description="code: function")
+    time_budget_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=300,
+        allow_inf_nan=False,
+        description="code: seconds for all the tests together (default 10); a test may use what "
+        "the tests before it left, less a fair reserve for each test after it",
+    )
     formats: list[ExportFormat] | None = Field(default=None, description="export formats")
     repair: int = Field(
         default=DEFAULT_REPAIR,
@@ -70,6 +78,14 @@ class ValidateRequest(Strict):
     parameters: dict[str, float | int | str | bool] | None = None
     tests: str | None = None
     entry_point: str | None = Field(default=None, max_length=200)
+    time_budget_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=300,
+        allow_inf_nan=False,
+        description="code: seconds for all the tests together (default 10); a test may use what "
+        "the tests before it left, less a fair reserve for each test after it",
+    )
     request: str | None = Field(
         default=None,
         max_length=4000,

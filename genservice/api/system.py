@@ -51,7 +51,9 @@ async def validate(body: ValidateRequest, service: State, key: Key) -> dict[str,
     settings = service.settings
     if len(body.program) > settings.max_program_chars:
         raise unprocessable(f"the program is longer than {settings.max_program_chars} characters")
-    check_judging(settings, body.domain, body.spec, body.tests, body.entry_point)
+    check_judging(
+        settings, body.domain, body.spec, body.tests, body.entry_point, body.time_budget_s
+    )
     if body.domain == "code" and body.parameters:
         raise unprocessable("parameters apply to cad and scene, not code")
     if body.domain == "code" and (body.request or body.version_id or body.job_id):
@@ -72,6 +74,7 @@ async def validate(body: ValidateRequest, service: State, key: Key) -> dict[str,
             "parameters": body.parameters,
             "tests": body.tests,
             "entry_point": body.entry_point,
+            "time_budget_s": body.time_budget_s,
             "request": body.request,
             "version_id": body.version_id,
             "job_id": body.job_id,

@@ -17,6 +17,7 @@ from genservice.cli.common import (
     run_parallel,
     sandbox_limits,
 )
+from validators.code.validate import check_time
 
 EXIT_VALID, EXIT_INVALID = 0, 1
 
@@ -54,8 +55,18 @@ def add_validate_commands(sub: Any) -> None:
         default="cad",
         help="cad: a part; scene: an assembly that must stand (physics gates); code: a function",
     )
-    validate.add_argument("--tests", type=Path, help="code: file with check(candidate) or test_*")
+    validate.add_argument(
+        "--tests",
+        type=Path,
+        help="code: file with check(candidate), test_* functions or top-level assert lines",
+    )
     validate.add_argument("--entry-point", help="code: the function under test")
+    validate.add_argument(
+        "--time-budget",
+        type=float,
+        metavar="S",
+        help="code: seconds for all the tests together (default 10), shared fairly among them",
+    )
     validate.add_argument("--json", action="store_true", help="print the Report as JSON")
     tasks = sub.add_parser(
         "validate-tasks",
@@ -120,8 +131,12 @@ def validate_command(args: argparse.Namespace) -> int:
             tests = args.tests.read_text()
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read tests {args.tests}: {exc}") from exc
-    elif args.tests or args.entry_point:
-        raise UsageError("--tests and --entry-point apply to --domain code")
+        try:
+            check_time(args.time_budget)
+        except ValueError as exc:
+            raise UsageError(f"--time-budget: {exc}") from exc
+    elif args.tests or args.entry_point or args.time_budget is not None:
+        raise UsageError("--tests, --entry-point and --time-budget apply to --domain code")
     params = parse_params(args.param)
     spec = _load_spec(args.spec)
     request = None
@@ -153,7 +168,12 @@ def validate_command(args: argparse.Namespace) -> int:
                 from validators.code.validate import validate_code
 
                 return validate_code(
-                    source, pool, tests=tests, entry_point=args.entry_point, limits=limits
+                    source,
+                    pool,
+                    tests=tests,
+                    entry_point=args.entry_point,
+                    limits=limits,
+                    time_budget_s=args.time_budget,
                 )
             return validate_cad(
                 source,

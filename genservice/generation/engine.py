@@ -19,6 +19,7 @@ from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
 from genservice.generation.rerank import rerank
 from genservice.generation.sampler import SamplingSettings, sample
+from validators.code.validate import check_time
 from validators.report import Report
 
 ProgressCallback = Callable[..., None]  # (stage, done, total): generating, validating, done
@@ -44,6 +45,7 @@ class GenerationRequest:
     spec: dict[str, Any] | None = None
     tests: str | None = None
     entry_point: str | None = None
+    time_budget_s: float | None = None  # code: seconds for all the tests (validators.code)
     repair: int = 0  # rounds of repair when no candidate is valid (cad and scene)
     fit: int = 0  # rounds of fitting the best to the request's picture (cad and scene)
 
@@ -64,6 +66,10 @@ class GenerationRequest:
             check_entry_point(str(self.entry_point))
         if self.domain != "code" and (self.tests is not None or self.entry_point):
             raise ValueError("tests and entry_point apply to the code domain only")
+        if self.time_budget_s is not None:
+            if self.domain != "code":
+                raise ValueError("time_budget_s applies to code requests only")
+            check_time(self.time_budget_s)
         if self.spec is not None and self.domain == "code":
             raise ValueError("a spec applies to cad and scene requests, not code")
         self.sampling()  # raises ValueError on bad sampling settings
@@ -250,6 +256,7 @@ def rank_programs(
         spec=request.spec,
         tests=request.tests,
         entry_point=request.entry_point,
+        time_budget_s=request.time_budget_s,
         parameters=parameters,
         limits=limits,
         progress=lambda done, total: notify("validating", done, total),

@@ -50,6 +50,7 @@ def rerank(
     spec: dict[str, Any] | None = None,
     tests: str | None = None,
     entry_point: str | None = None,
+    time_budget_s: float | None = None,
     parameters: dict[str, Any] | None = None,
     limits: Any | None = None,
     workers: int | None = None,
@@ -91,7 +92,12 @@ def rerank(
             from validators.code.validate import validate_code
 
             code = validate_code(
-                program, pool, tests=str(tests), entry_point=str(entry_point), limits=limits
+                program,
+                pool,
+                tests=str(tests),
+                entry_point=str(entry_point),
+                limits=limits,
+                time_budget_s=time_budget_s,
             )
             return code, None
         from validators.cad.validate import run_cad

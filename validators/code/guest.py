@@ -29,6 +29,10 @@ TESTS_FILE = "<tests>"
 # a restart of the candidate's process within a test, which has a deadline of its own.
 TIMER_GRACE_S = START_ALLOWANCE_S + 1.0
 UNIT_HOOKS = ("__gs_begin__", "__gs_end__")
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+# A test may use what the tests before it left of the task's budget, less this much (or a fair
+# share, when there are many) kept back for each test still to come.
+RESERVE_S = 1.0
 
 
 class TestsError(ValueError):
@@ -54,7 +58,8 @@ def hash_tests(tests: str, context: str = "") -> str:
 
 
 def plan_tests(tests: str, style: str = "auto") -> Plan:
-    """Find the tests: `check(candidate)` (each assertion a test) or pytest-style `test*`."""
+    """Find the tests: `check(candidate)` (each assertion a test), pytest-style `test*`, or
+    MBPP-style `assert f(x) == y` lines at the top level (each a test)."""
     try:
         tree = ast.parse(tests, filename=TESTS_FILE)
     except SyntaxError as exc:
@@ -70,16 +75,50 @@ def plan_tests(tests: str, style: str = "auto") -> Plan:
                 if isinstance(m, ast.FunctionDef) and m.name.startswith("test")
             ]
     if style == "auto":
-        style = "check" if check is not None and not pytest_names else "pytest"
+        if check is not None and not pytest_names:
+            style = "check"
+        else:
+            style = "pytest" if pytest_names or not any(map(_is_unit, tree.body)) else "asserts"
     if style == "check":
         if not isinstance(check, ast.FunctionDef):
             raise TestsError("style 'check' needs a top-level function `def check(candidate):`")
-        return Plan(style, _instrument(check, tree), tree)
+        check.body, names = _instrument(check.body, "check")
+        ast.fix_missing_locations(tree)
+        return Plan(style, names or ["check"], tree)
+    if style == "asserts":
+        tree.body, names = _instrument(_grouped(tree.body), "assert")
+        if not names:
+            raise TestsError("style 'asserts' needs top-level `assert` lines")
+        ast.fix_missing_locations(tree)
+        return Plan(style, names, tree)
     if style != "pytest":
-        raise TestsError(f"style must be 'auto', 'check' or 'pytest', not {style!r}")
+        raise TestsError(f"style must be 'auto', 'check', 'pytest' or 'asserts', not {style!r}")
     if not pytest_names:
-        raise TestsError("no tests found: define `check(candidate)` or functions named test_*")
+        raise TestsError(
+            "no tests found: define `check(candidate)`, functions named test_*, or top-level "
+            "`assert` lines"
+        )
     return Plan(style, pytest_names, tree)
+
+
+def _grouped(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Top-level statements with each assert joined to the plain statements just before it
+    (`result = f(x)` then `assert result == y` is one test); definitions stay apart."""
+    out: list[ast.stmt] = []
+    pending: list[ast.stmt] = []
+    for statement in body:
+        if isinstance(statement, DEFINITIONS):
+            out += [*pending, statement]
+            pending = []
+        elif _is_unit(statement):
+            if pending:  # one statement for the wrapper; it keeps the assert's line as its name
+                statement = ast.If(ast.Constant(True), [*pending, statement], [])
+                ast.copy_location(statement, statement.body[-1])
+            out.append(statement)
+            pending = []
+        else:
+            pending.append(statement)
+    return out + pending
 
 
 def _is_unit(statement: ast.stmt) -> bool:
@@ -90,16 +129,17 @@ def _is_unit(statement: ast.stmt) -> bool:
     return any(isinstance(node, ast.Assert) for node in ast.walk(statement))
 
 
-def _instrument(check: ast.FunctionDef, tree: ast.Module) -> list[str]:
-    """Wrap each top-level statement of check() that asserts, so that each is recorded alone."""
+def _instrument(statements: list[ast.stmt], prefix: str) -> tuple[list[ast.stmt], list[str]]:
+    """Wrap each statement that asserts, so that each is recorded alone; (new body, names)."""
     names: list[str] = []
     body: list[ast.stmt] = []
-    for statement in check.body:
+    for statement in statements:
         if not _is_unit(statement):
             body.append(statement)
             continue
         index = len(names)
-        names.append(f"check:{statement.lineno}")
+        line = statement.body[-1].lineno if isinstance(statement, ast.If) else statement.lineno
+        names.append(f"{prefix}:{line}")
         begin, end = (ast.Name(hook, ast.Load()) for hook in UNIT_HOOKS)
         error = ast.Name("__gs_error__", ast.Load())
         wrapped: list[ast.stmt] = [
@@ -123,9 +163,7 @@ def _instrument(check: ast.FunctionDef, tree: ast.Module) -> list[str]:
                 if id(child) not in inner:
                     ast.copy_location(child, statement)
         body.extend(wrapped)
-    check.body = body
-    ast.fix_missing_locations(tree)
-    return names or ["check"]
+    return body, names
 
 
 class BudgetSpent(BaseException):
@@ -141,8 +179,9 @@ class Judge:
 
     def __init__(self, plan: Plan, candidate: Candidate, tests: str, options: dict[str, Any]):
         self.plan, self.candidate, self.lines = plan, candidate, tests.splitlines()
-        self.per_test_s = float(options.get("per_test_timeout_s", 3.0))
-        self.budget_s = float(options.get("budget_s", 60.0))
+        cap = options.get("per_test_timeout_s")
+        self.per_test_s = float(cap) if cap else None  # an optional hard cap per test
+        self.budget_s = float(options.get("budget_s", 10.0))
         self.budget_end = time.monotonic() + self.budget_s
         self.records = {
             name: {
@@ -150,25 +189,41 @@ class Judge:
                 "passed": False,
                 "reason": "not run",
                 "duration_s": 0.0,
+                "allowed_s": 0.0,
                 "timeout": False,
             }
             for name in plan.names
         }
         self.ended: set[str] = set()
+        self.begun = 0
         self.started = 0.0
+        self.allowed_s = 0.0
 
-    def arm(self) -> None:
-        """Give the code that runs next its time: a deadline for calls, a timer for the rest."""
+    def arm(self, still_to_come: int | None = None) -> None:
+        """Give the code that runs next its time: a deadline for calls, a timer for the rest.
+
+        It may use what is left of the task's budget, less a reserve for each test still to
+        come: RESERVE_S, or an even share of what is left when there are many tests. So a slow
+        test can take the time fast ones left, and cannot starve the tests after it.
+        """
         now = time.monotonic()
-        if now >= self.budget_end:
+        remaining = self.budget_end - now
+        if remaining <= 0:
             raise BudgetSpent()
-        self.candidate.deadline = min(now + self.per_test_s, self.budget_end)
-        signal.setitimer(signal.ITIMER_REAL, self.candidate.deadline - now + TIMER_GRACE_S)
+        later = len(self.plan.names) - self.begun if still_to_come is None else still_to_come
+        self.allowed_s = remaining - min(RESERVE_S, remaining / (later + 1)) * later
+        if self.per_test_s is not None:
+            self.allowed_s = min(self.allowed_s, self.per_test_s)
+        self.candidate.deadline = now + self.allowed_s
+        self.candidate.allowed_s = self.allowed_s
+        signal.setitimer(signal.ITIMER_REAL, self.allowed_s + TIMER_GRACE_S)
 
     def begin(self, name: str) -> None:
         """A test starts."""
         self.candidate.test, self.started = name, time.monotonic()
+        self.begun += 1
         self.arm()
+        self.records[name]["allowed_s"] = round(self.allowed_s, 3)
 
     def end(self, name: str, error: BaseException | None) -> None:
         """A test ended: passed only if its body completed and the candidate never failed."""
@@ -196,14 +251,18 @@ class Judge:
                     getattr(error, "kind", "") == "timeout"
                 )
 
+    def of_budget(self) -> str:
+        """How a test's time relates to the task's budget, for messages."""
+        return f" (of the task's {self.budget_s:g} s for {len(self.plan.names)} tests)"
+
     def reason(self, error: BaseException) -> str:
         """Why a test failed, in words a person can act on."""
         if isinstance(error, CandidateFailure):
             return str(error)[:500]
         if isinstance(error, TestTimeout):
-            return f"the test ran longer than {self.per_test_s:g} s"
+            return f"the test ran longer than the {self.allowed_s:.3g} s it had{self.of_budget()}"
         if isinstance(error, BudgetSpent):
-            return f"the run's time budget of {self.budget_s:g} s was spent"
+            return f"the task's time budget of {self.budget_s:g} s was spent by the tests before"
         info = getattr(error, "gs_candidate", None)
         if isinstance(info, dict):
             where = f" (line {info['line']} of the program)" if info.get("line") else ""
@@ -221,6 +280,8 @@ class Judge:
         try:
             if self.plan.style == "check":
                 self._run_check(namespace)
+            elif self.plan.style == "asserts":
+                self._run_asserts(namespace)
             else:
                 for name in self.plan.names:
                     self._run_one(namespace, name)
@@ -246,6 +307,13 @@ class Judge:
             self.end("check", None)
         else:
             self.abort(AssertionError("check() returned before this assertion"), "")
+
+    def _run_asserts(self, namespace: dict[str, Any]) -> None:
+        namespace[UNIT_HOOKS[0]] = lambda index: self.begin(self.plan.names[index])
+        namespace[UNIT_HOOKS[1]] = lambda index, error: self.end(self.plan.names[index], error)
+        exec(compile(self.plan.tree, TESTS_FILE, "exec"), namespace)
+        if len(self.ended) < len(self.plan.names):
+            self.abort(AssertionError("the tests ended before this assertion"), "")
 
     def _run_one(self, namespace: dict[str, Any], name: str) -> None:
         error: BaseException | None = None
@@ -308,12 +376,13 @@ def run_code_task(source: str, options: dict[str, Any]) -> dict[str, Any]:
     previous_pipe = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     try:
         candidate.budget_end = judge.budget_end
-        candidate.deadline = min(time.monotonic() + judge.per_test_s, judge.budget_end)
+        judge.arm()
         candidate.start()
         try:
             judge.arm()
             namespace = _namespace(candidate, context)
-            exec(compile(plan.tree, TESTS_FILE, "exec"), namespace)
+            if plan.style != "asserts":  # there, running the module is running the tests
+                exec(compile(plan.tree, TESTS_FILE, "exec"), namespace)
         except BaseException as exc:
             judge.abort(exc, "the tests failed to load: ")
         else:

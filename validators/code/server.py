@@ -36,12 +36,51 @@ ESCAPES = {i: f"\\u{i:04x}" for i in range(32)} | {ord('"'): '\\"', ord("\\"): "
 
 
 class Unencodable(Exception):
-    """A value of a type other than the plain builtins."""
+    """A value of a type that does not cross: not a plain builtin nor a known standard value."""
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Any, why: str = "") -> None:
         kind = type(value)
-        super().__init__(f"{kind.__module__}.{kind.__qualname__}")
-        self.kind = kind
+        super().__init__(f"{kind.__module__}.{kind.__qualname__}" + (f" ({why})" if why else ""))
+        self.kind, self.value = kind, value
+
+
+# Standard-library classes whose exact instances cross as data: the judge rebuilds them with its
+# own classes (wire.decode), so every comparison in the tests uses the judge's own __eq__.
+STANDARD = {
+    "collections.Counter": "C",
+    "collections.OrderedDict": "O",
+    "collections.defaultdict": "D",
+    "collections.deque": "Q",
+    "decimal.Decimal": "M",
+    "fractions.Fraction": "R",
+    "datetime.datetime": "T",
+    "datetime.date": "T",
+    "datetime.time": "T",
+    "datetime.timedelta": "T",
+}
+# defaultdict factories the judge rebuilds; any other (a lambda, the program's own function)
+# crosses as None: the dict compares the same, only a missing-key lookup would differ.
+FACTORIES = ("list", "dict", "set", "int", "float", "str", "tuple", "frozenset", "bool", "bytes")
+STANDARD_FACTORIES = ("collections.Counter", "collections.OrderedDict", "collections.deque")
+# Enums of the standard library the judge rebuilds (a member crosses as its class and name).
+ENUMS = (
+    "http.HTTPStatus", "http.HTTPMethod", "re.RegexFlag", "signal.Signals", "signal.Handlers",
+    "socket.AddressFamily", "socket.SocketKind", "uuid.SafeUUID", "inspect._ParameterKind",
+)  # fmt: skip
+# Methods a named tuple class may not define itself: they would change how it compares.
+COMPARING = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__",
+             "__len__", "__iter__", "__getitem__", "__contains__")  # fmt: skip
+DICT_VIEWS: tuple[type, type] = (type({}.keys()), type({}.items()))
+
+
+def _dotted(kind: type) -> str:
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _is_exactly(kind: type, dotted: str) -> bool:
+    """`kind` is the standard class named `dotted` (not a subclass, not a look-alike)."""
+    module, _, name = dotted.rpartition(".")
+    return getattr(sys.modules.get(module), name, None) is kind
 
 
 def encode(value: Any, depth: int = 0) -> Any:
@@ -57,12 +96,67 @@ def encode(value: Any, depth: int = 0) -> Any:
         tag = "l" if kind is list else "t" if kind is tuple else "s" if kind is set else "f"
         return [tag, [encode(v, depth + 1) for v in value]]
     if kind is dict:
-        return ["d", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]]
-    if kind is bytes:
-        return ["b", value.decode("latin-1")]
+        return ["d", _pairs(value, depth)]
+    if kind is bytes or kind is bytearray:
+        return ["b" if kind is bytes else "B", value.decode("latin-1")]
     if kind is complex:
         return ["c", [value.real, value.imag]]
+    if kind is range:
+        return ["r", [encode(value.start), encode(value.stop), encode(value.step)]]
+    if kind in DICT_VIEWS:
+        items = [list(item) if kind is DICT_VIEWS[1] else [item, None] for item in value]
+        return ["K" if kind is DICT_VIEWS[0] else "I", _pairs(items, depth)]
+    return _standard(value, kind, depth)
+
+
+def _pairs(items: Any, depth: int) -> list[Any]:
+    pairs = items.items() if hasattr(items, "items") else items
+    return [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in pairs]
+
+
+def _standard(value: Any, kind: type, depth: int) -> Any:
+    """A standard-library value by its tag, rebuilt by the judge; Unencodable otherwise."""
+    dotted = _dotted(kind)
+    tag = STANDARD.get(dotted)
+    if tag is not None and _is_exactly(kind, dotted):
+        if tag in "CO":
+            return [tag, _pairs(value, depth)]
+        if tag == "D":
+            return [tag, [_factory(value.default_factory), _pairs(value, depth)]]
+        if tag == "Q":
+            return [tag, [value.maxlen, [encode(v, depth + 1) for v in value]]]
+        if tag == "M":
+            return [tag, str(value)]
+        if tag == "R":
+            return [tag, [encode(value.numerator), encode(value.denominator)]]
+        if kind.__qualname__ == "timedelta":
+            return [tag, ["timedelta", [value.days, value.seconds, value.microseconds]]]
+        return [tag, [kind.__qualname__, value.isoformat()]]
+    if dotted in ENUMS and _is_exactly(kind, dotted):
+        return ["E", [dotted, value.name]]
+    if isinstance(value, tuple) and type(getattr(kind, "_fields", None)) is tuple:
+        return _named_tuple(value, kind, depth)
     raise Unencodable(value)
+
+
+def _factory(factory: Any) -> str | None:
+    if factory is None:
+        return None
+    name = getattr(factory, "__name__", "")
+    if name in FACTORIES and getattr(builtins, name) is factory:
+        return name
+    for dotted in STANDARD_FACTORIES:
+        if _is_exactly(factory, dotted):
+            return dotted
+    return None
+
+
+def _named_tuple(value: Any, kind: type, depth: int) -> Any:
+    own = sorted({m for k in kind.__mro__[:-2] for m in COMPARING if m in vars(k)})
+    if kind.__mro__[-2:] != (tuple, object) or own:
+        raise Unencodable(value, ("a named tuple that defines " + ", ".join(own)) if own else "")
+    fields: tuple[str, ...] = value._fields
+    return ["N", [kind.__name__, list(fields), [encode(v, depth + 1) for v in value]]]
 
 
 def _json(tree: Any, out: list[str]) -> None:
@@ -182,10 +276,17 @@ def _exit_code(exc: BaseException) -> str:
     return repr(getattr(exc, "code", None)) if isinstance(exc, SystemExit) else type(exc).__name__
 
 
-def _rigged(kind: type) -> list[str]:
-    """Comparison methods a non-builtin type defines itself (a sign of an always-equal object)."""
-    methods = ("__eq__", "__ne__", "__bool__", "__hash__", "__len__")
-    return [m for m in methods if any(m in vars(k) for k in kind.__mro__ if k is not object)]
+class _Stranger:
+    """A fresh object nothing can honestly be equal to."""
+
+
+def _always_equal(value: Any) -> bool:
+    """The value claims to equal a stranger: the mark of a reward hack, not of a rare type."""
+    try:
+        stranger = _Stranger()
+        return bool(value == stranger) or not bool(value != stranger)
+    except BaseException:
+        return False
 
 
 def _value_reply(result: Any, args: tuple[Any, ...]) -> dict[str, Any]:
@@ -198,10 +299,13 @@ def _value_reply(result: Any, args: tuple[Any, ...]) -> dict[str, Any]:
         }
         size = len(dumps(reply))
     except Unencodable as exc:
-        rigged = _rigged(exc.kind) if exc.kind.__module__ != "builtins" else []
-        return {"bad_value": str(exc), "rigged": rigged}
+        return {
+            "bad_value": str(exc),
+            "always_equal": _always_equal(exc.value),
+            "own_class": getattr(exc.kind, "__module__", "") == "solution",
+        }
     except Exception as exc:  # too deep, or a conversion that raised
-        return {"bad_value": f"value that cannot be sent ({exc!r:.200})", "rigged": []}
+        return {"bad_value": f"value that cannot be sent ({exc!r:.200})", "always_equal": False}
     return {"too_large": True} if size > MAX_MESSAGE_BYTES else reply
 
 

@@ -41,6 +41,20 @@ def test_every_canonical_solution_passes(code_pool: SandboxPool) -> None:
     assert sum(r.metrics["tests_total"] for r in reports) > 164  # each assertion is a test
 
 
+@pytest.mark.slow
+def test_a_stub_returning_none_fails_every_task(code_pool: SandboxPool) -> None:
+    """Every task's tests reject the laziest program with the right name (MBPP is in
+    test_mbpp.py): a judge that passed a stub anywhere would reward doing nothing."""
+
+    def stub(task: dict[str, Any]) -> str:
+        return f"def {task['entry_point']}(*args, **kwargs):\n    return None\n"
+
+    with ThreadPoolExecutor(code_pool.size) as threads:
+        reports = list(threads.map(lambda t: judge(code_pool, t, stub(t)), TASKS))
+    passed = [t["task_id"] for t, r in zip(TASKS, reports, strict=True) if r.valid]
+    assert not passed
+
+
 def _replace_body(task: dict[str, Any], body: str) -> str:
     return task["prompt"] + body
 
