@@ -341,6 +341,18 @@ def test_validate_returns_the_report(service: Service) -> None:
             },
         )
         assert code.status_code == 200 and code.json()["valid"] is True
+        counted = client.post(  # MBPP-style assert lines, a Counter back, a time budget
+            "/v1/validate",
+            json={
+                "domain": "code",
+                "program": "import collections\ndef tally(s):\n    return collections.Counter(s)\n",
+                "tests": "assert tally('aab') == {'a': 2, 'b': 1}\nassert tally('') == {}\n",
+                "entry_point": "tally",
+                "time_budget_s": 5,
+            },
+        )
+        assert counted.status_code == 200 and counted.json()["valid"] is True, counted.text
+        assert counted.json()["checks"]["tests"]["detail"]["style"] == "asserts"
 
 
 def test_code_generations_report_their_tests(service: Service) -> None:
@@ -437,6 +449,17 @@ def test_rate_limits_and_quotas_answer_429_with_retry_after(service: Service) ->
         ),
         ({"prompt": "sum", "domain": "code"}, "needs tests"),
         ({"prompt": "a plate", "tests": "def check(c): pass"}, "domain code only"),
+        ({"prompt": "a plate", "time_budget_s": 5}, "domain code only"),
+        (
+            {
+                "prompt": "f",
+                "domain": "code",
+                "tests": "assert f() == 1",
+                "entry_point": "f",
+                "time_budget_s": 0,
+            },
+            "time_budget_s",
+        ),
         ({"prompt": "a plate", "spec": {"bbox_mm": "big"}}, "spec"),
         ({"prompt": "a plate", "max_new_tokens": 100000}, "max_new_tokens"),
         ({"instruction": "thicker"}, "session_id and parent_version_id"),
