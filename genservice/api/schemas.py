@@ -16,6 +16,20 @@ JobStatus = Literal[
 ]
 
 
+def time_budget_field() -> Any:
+    """The code domain's `time_budget_s` field. At most 60 s here (the task file and the command
+    line allow 300): a job validates up to `max_n` candidates within its stage's time limit, and
+    /v1/validate answers within the service's wait."""
+    return Field(
+        default=None,
+        gt=0,
+        le=60,
+        allow_inf_nan=False,
+        description="code: seconds for all the tests together (default 10, at most 60); a test "
+        "may use what the tests before it left, less a fair reserve for each test after it",
+    )
+
+
 class Strict(BaseModel):
     """Unknown fields are an error, so that a misspelt option is not silently ignored."""
 
@@ -42,14 +56,7 @@ class GenerationCreate(Strict):
     spec: dict[str, Any] | None = Field(default=None, description="cad/scene: dimensions to meet")
     tests: str | None = Field(default=None, description="code: check(candidate) or test_*")
     entry_point: str | None = Field(default=None, max_length=200, description="code: function")
-    time_budget_s: float | None = Field(
-        default=None,
-        gt=0,
-        le=300,
-        allow_inf_nan=False,
-        description="code: seconds for all the tests together (default 10); a test may use what "
-        "the tests before it left, less a fair reserve for each test after it",
-    )
+    time_budget_s: float | None = time_budget_field()
     formats: list[ExportFormat] | None = Field(default=None, description="export formats")
     repair: int = Field(
         default=DEFAULT_REPAIR,
@@ -78,14 +85,7 @@ class ValidateRequest(Strict):
     parameters: dict[str, float | int | str | bool] | None = None
     tests: str | None = None
     entry_point: str | None = Field(default=None, max_length=200)
-    time_budget_s: float | None = Field(
-        default=None,
-        gt=0,
-        le=300,
-        allow_inf_nan=False,
-        description="code: seconds for all the tests together (default 10); a test may use what "
-        "the tests before it left, less a fair reserve for each test after it",
-    )
+    time_budget_s: float | None = time_budget_field()
     request: str | None = Field(
         default=None,
         max_length=4000,
