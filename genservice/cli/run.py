@@ -184,7 +184,7 @@ def run_command(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)  # before the first child: none is left behind
     signal.signal(signal.SIGTERM, on_signal)
     url = f"http://{settings.host}:{settings.port}"
-    announced = False
+    announced = gave_up = False
     try:
         for child in children:
             child.start(env, output)
@@ -213,7 +213,7 @@ def run_command(args: argparse.Namespace) -> int:
                     child.drained(timeout=2)
                     output.show_tail(child)
                 if giving_up:
-                    stopping = True
+                    stopping = gave_up = True
                     break
                 child.restarts.append(now)
                 child.start(env, output)
@@ -234,7 +234,7 @@ def run_command(args: argparse.Namespace) -> int:
             for child in children:
                 child.drained(timeout=2)  # a grandchild may hold the pipe open: don't wait for it
             output.close()
-    return 0
+    return 1 if gave_up else 0  # a service that could not keep running did not succeed
 
 
 def _children(no_workers: bool) -> list[Child]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from genservice.cli.run import echoed, mask_password
+from genservice.cli.run import RESTART_LIMIT, echoed, mask_password
 from tests.genservice.api.service import Service
 
 # The Celery worker banner and the INFO records that used to flood the terminal.
@@ -98,3 +98,25 @@ def test_verbose_shows_the_workers_own_output(tmp_path: Path) -> None:
     finally:
         service.stop()
     assert not (service.data_dir / "logs" / "run.log").exists()
+
+
+@pytest.mark.slow
+def test_a_worker_that_keeps_dying_stops_the_service_with_status_1(tmp_path: Path) -> None:
+    service = Service(tmp_path / "data").start()
+    try:
+        _wait_for("API docs", service.log)
+        killed: set[int] = set()
+        while "keeps exiting" not in service.log.read_text():
+            assert len(killed) <= RESTART_LIMIT + 1, service.log.read_text()[-3000:]
+            try:
+                pid = service.pid_of("--queues generate", timeout=2)
+            except AssertionError:  # between a death and its restart, or given up
+                continue
+            if pid not in killed:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            time.sleep(0.2)
+        assert service.process is not None
+        assert service.process.wait(timeout=60) == 1  # not a clean stop: the caller must know
+    finally:
+        service.stop()
