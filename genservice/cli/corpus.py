@@ -79,8 +79,8 @@ def add_corpus_commands(sub: Any) -> None:
     build.add_argument(
         "--verify",
         action="store_true",
-        help="run every compositional task's reference in the sandbox and drop those that fail "
-        "(the summary says how many)",
+        help="run every compositional and furniture task's reference in the sandbox and drop "
+        "those that fail (the summary says how many)",
     )
     build.add_argument("--workers", type=int, help="sandbox workers for --repair and --verify")
     build.add_argument("--timeout", type=float, help="sandbox seconds per program")

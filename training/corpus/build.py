@@ -25,7 +25,8 @@ byte-for-byte what it was. The compositional rows are those of `--families compo
 
 With `repair` > 0 (write_corpus), that share of CAD and scene tasks is followed by a repair task
 made from it (training/corpus/repair.py: a broken program, the validator's real error, the
-original program as the target); with `verify`, every compositional row is validated in the
+original program as the target); with `verify`, every row of a grammar-drawn (opt-in) family
+(compositional, furniture) is validated in the
 sandbox first and dropped when its reference fails (counted in the summary).
 """
 
@@ -319,8 +320,13 @@ def _write(
 
     pool, workers, limits = sandbox
 
+    from training.corpus.families import all_families, is_opt_in
+
+    # Rows of the grammar-drawn (opt-in) families are the ones --verify runs in the sandbox.
+    grammar_drawn = {f.name for f in all_families(opt_in=True) if is_opt_in(f)}
+
     def composed(row: dict[str, Any]) -> bool:
-        return bool(row["family"] == "compositional")
+        return bool(row["family"] in grammar_drawn)
 
     def check(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         return verified(rows, pool, composed, summary.dropped, limits, workers)

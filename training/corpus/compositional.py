@@ -32,6 +32,7 @@ from typing import Any
 
 from training.corpus.base import SPLIT_SHARES, SPLITS, Family, Sample, params_key
 from training.corpus.grammar import Draft
+from training.corpus.grammar_bent import leaning_base, names_for_bent, swept_base
 from training.corpus.grammar_bodies import loft_base, shell_base, turned_base
 from training.corpus.grammar_flat import disc_base, obround_base, polygon_base, rect_base
 from training.corpus.grammar_solids import profile_base, ring_base
@@ -49,6 +50,8 @@ BASES: dict[str, tuple[Callable[[random.Random], Draft], float]] = {
     "turned": (turned_base, 2.0),
     "loft": (loft_base, 1.0),
     "shell": (shell_base, 2.0),
+    "swept": (swept_base, 1.2),
+    "leaning": (leaning_base, 1.2),
 }
 # Compositions only "ood" rows hold: both tokens in the signature.
 HELD_OUT_PAIRS = (
@@ -65,6 +68,8 @@ HELD_OUT_NAMES = frozenset({"bushing", "puck", "cradle", "bin"})
 def names_for(draft: Draft) -> list[str]:
     """Everyday names that fit the composition (a name may repeat to weigh it)."""
     f, base, p = set(draft.features), draft.base, draft.params
+    if base.startswith("swept_") or base == "leaning":
+        return names_for_bent(draft)
     if base == "rect":
         if p["thickness"] >= 15 or draft.z_word == "tall":
             names = ["block", "mounting block", "spacer block", "riser block"]
@@ -248,6 +253,10 @@ def base_words(rng: random.Random, draft: Draft, box: list[float]) -> list[str]:
     """The sizes of the base (the whole part when nothing sticks out) in words."""
     if draft.base in ("hexagon", "octagon", "arc"):
         return [f"{length(rng, box[2])} {draft.z_word}"]
+    if draft.base.startswith("swept_"):  # said by its section and bend; sometimes overall too
+        return [pick(rng, [f"overall {triple(rng, box)}", f"{triple(rng, box)} overall"])] * (
+            rng.random() < 0.3
+        )
     if draft.shape == "box" and rng.random() < 0.3:
         return [triple(rng, box)]
     return size_words(rng, box, draft)

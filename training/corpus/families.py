@@ -25,6 +25,7 @@ MODULES = {
     "scenes": "scene",
     "code_tasks": "code",
     "compositional": "cad",
+    "furniture": "scene",
 }
 DOMAINS = ("cad", "scene", "code")
 
