@@ -117,6 +117,7 @@ def _cad_scores(
     request = task_items(task)
     target = _picture_target(task)
     sized = task.get("sized") == "bbox" and bool((task.get("spec") or {}).get("bbox_mm"))
+    any_way = bool((task.get("spec") or {}).get("any_orientation"))
 
     def score(program: str) -> CandidateScore:
         run = run_cad(
@@ -150,8 +151,12 @@ def _cad_scores(
             mesh = combine([decode_mesh(p.get("mesh")) for p in run.payload["parts"]])
             if mesh is not None:
                 try:
-                    result.iou = similarity.iou(mesh, reference_mesh)
-                    result.chamfer_x1000 = similarity.chamfer(mesh, reference_mesh) * 1000
+                    if any_way:  # the words do not say which way it lies: best of 24 turns
+                        result.iou, cd, _ = similarity.aligned(mesh, reference_mesh)
+                        result.chamfer_x1000 = cd * 1000
+                    else:
+                        result.iou = similarity.iou(mesh, reference_mesh)
+                        result.chamfer_x1000 = similarity.chamfer(mesh, reference_mesh) * 1000
                 except ValueError:
                     result.iou, result.chamfer_x1000 = 0.0, None
         return result

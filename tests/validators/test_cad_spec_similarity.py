@@ -246,3 +246,31 @@ def test_check_spec_rejects_bad_tolerance_and_flags() -> None:
     ):
         with pytest.raises(ValueError):
             check_spec(bad)
+
+
+L_PLATE = (
+    "import cadquery as cq\n"
+    "result = cq.Workplane('XY').box(40.0, 30.0, 6.0).union("
+    "cq.Workplane('XY').box(6.0, 30.0, 30.0).translate((17.0, 0, 12.0)))\n"
+)
+
+
+def test_similarity_takes_any_orientation_from_the_spec(pool: SandboxPool, tmp_path: Path) -> None:
+    """An L part modelled turned on its side matches its reference only when the spec says the
+    words do not fix its orientation (then at the best of 24 axis turns, never a mirror)."""
+    path = tmp_path / "l.stl"
+    built = validate_cad(L_PLATE, pool)
+    assert built.valid
+    upright = trimesh.creation.box(extents=(40, 30, 6))
+    wall = trimesh.creation.box(extents=(6, 30, 30))
+    wall.apply_translation((17, 0, 12))
+    shape = trimesh.boolean.union([upright, wall], engine="manifold")
+    shape.apply_transform(trimesh.transformations.rotation_matrix(math.pi / 2, (1, 0, 0)))
+    shape.export(path)
+    reference = load_reference(path, pool)
+    fixed = validate_cad(L_PLATE, pool, reference=reference)
+    assert fixed.metrics["iou"] < 0.8
+    spec = {"bbox_mm": [40, 30, 30], "any_orientation": True}
+    free = validate_cad(L_PLATE, pool, reference=reference, spec=spec)
+    assert free.metrics["iou"] > 0.99
+    assert "24 axis turns" in free.checks["similarity"].detail["normalisation"]

@@ -119,3 +119,44 @@ def test_chamfer_is_invariant_to_scale_and_position() -> None:
     assert similarity.chamfer(cylinder, copy) == pytest.approx(
         similarity.chamfer(cylinder, cylinder), rel=1e-6
     )
+
+
+def _corner(a: float, b: float, c: float, sign: float = 1.0) -> trimesh.Trimesh:
+    """Three arms from one corner along x (a long, mirrored by `sign`), y (b) and z (c): a
+    chiral shape, so its mirror image is no rotation of it."""
+    arms = [
+        _box(a, 1, 1, at=(sign * a / 2, 0.5, 0.5)),
+        _box(1, b, 1, at=(sign * 0.5, b / 2, 0.5)),
+        _box(1, 1, c, at=(sign * 0.5, 0.5, c / 2)),
+    ]
+    return trimesh.boolean.union(arms, engine="manifold")
+
+
+def test_there_are_24_axis_rotations_and_no_mirrors() -> None:
+    """Signed permutations of determinant +1: the cube's rotation group."""
+    turns = similarity.AXIS_ROTATIONS
+    assert len(turns) == 24
+    assert all(abs(np.linalg.det(t) - 1) < 1e-9 for t in turns)
+    assert len({t.tobytes() for t in turns}) == 24
+
+
+def test_aligned_finds_a_turned_copy_and_plain_iou_does_not() -> None:
+    """A copy turned a quarter about y (and moved, scaled) scores 1 aligned, much less as
+    modelled; the turn found maps it back."""
+    shape = _corner(6, 4, 2)
+    turned = shape.copy()
+    turned.apply_transform(trimesh.transformations.rotation_matrix(math.pi / 2, (0, 1, 0)))
+    turned.apply_scale(3.0)
+    turned.apply_translation((5, -2, 9))
+    assert similarity.iou(shape, turned) < 0.6
+    value, chamfer, _ = similarity.aligned(turned, shape)
+    assert value == pytest.approx(1.0, abs=1e-6)
+    assert chamfer < 1e-3
+
+
+def test_aligned_never_mirrors() -> None:
+    """A mirror image of a chiral shape is no rotation of it: aligned IoU stays below 1."""
+    shape, mirrored = _corner(6, 4, 2), _corner(6, 4, 2, sign=-1.0)
+    assert similarity.iou(shape, shape) == pytest.approx(1.0)
+    value, _, _ = similarity.aligned(mirrored, shape)
+    assert value < 0.9
