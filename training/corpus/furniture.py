@@ -111,7 +111,7 @@ def _parts(rng: random.Random, p: dict[str, Any], board: str) -> list[str]:
     size = phrasing.length
     n = phrasing.number
     w, d, t, h, leg = (p[k] for k in ("width", "depth", "top", "height", "leg"))
-    shape = "round" if p["round_legs"] else pick_of(rng, ["square", "sq", "square-section"])
+    shape = "round" if p["round_legs"] else phrasing.pick(rng, ["square", "sq", "square-section"])
     legs = phrasing.pick(
         rng,
         [
@@ -169,11 +169,6 @@ def _parts(rng: random.Random, p: dict[str, Any], board: str) -> list[str]:
             )
         )
     return parts
-
-
-def pick_of(rng: random.Random, options: list[str]) -> str:
-    """One of the options (a named helper so the phrases above read as lists)."""
-    return phrasing.pick(rng, options)
 
 
 def prompt_of(rng: random.Random, p: dict[str, Any], name: str) -> str:
