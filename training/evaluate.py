@@ -151,12 +151,8 @@ def _cad_scores(
             mesh = combine([decode_mesh(p.get("mesh")) for p in run.payload["parts"]])
             if mesh is not None:
                 try:
-                    if any_way:  # the words do not say which way it lies: best of 24 turns
-                        result.iou, cd, _ = similarity.aligned(mesh, reference_mesh)
-                        result.chamfer_x1000 = cd * 1000
-                    else:
-                        result.iou = similarity.iou(mesh, reference_mesh)
-                        result.chamfer_x1000 = similarity.chamfer(mesh, reference_mesh) * 1000
+                    result.iou, cd = similarity.compare(mesh, reference_mesh, any_way)
+                    result.chamfer_x1000 = cd * 1000
                 except ValueError:
                     result.iou, result.chamfer_x1000 = 0.0, None
         return result

@@ -149,7 +149,7 @@ def test_aligned_finds_a_turned_copy_and_plain_iou_does_not() -> None:
     turned.apply_scale(3.0)
     turned.apply_translation((5, -2, 9))
     assert similarity.iou(shape, turned) < 0.6
-    value, chamfer, _ = similarity.aligned(turned, shape)
+    value, chamfer = similarity.aligned(turned, shape)
     assert value == pytest.approx(1.0, abs=1e-6)
     assert chamfer < 1e-3
 
@@ -158,5 +158,5 @@ def test_aligned_never_mirrors() -> None:
     """A mirror image of a chiral shape is no rotation of it: aligned IoU stays below 1."""
     shape, mirrored = _corner(6, 4, 2), _corner(6, 4, 2, sign=-1.0)
     assert similarity.iou(shape, shape) == pytest.approx(1.0)
-    value, _, _ = similarity.aligned(mirrored, shape)
+    value, _ = similarity.aligned(mirrored, shape)
     assert value < 0.9

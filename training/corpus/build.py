@@ -26,8 +26,8 @@ byte-for-byte what it was. The compositional rows are those of `--families compo
 With `repair` > 0 (write_corpus), that share of CAD and scene tasks is followed by a repair task
 made from it (training/corpus/repair.py: a broken program, the validator's real error, the
 original program as the target); with `verify`, every row of a grammar-drawn (opt-in) family
-(compositional, furniture) is validated in the
-sandbox first and dropped when its reference fails (counted in the summary).
+(compositional, furniture) is validated in the sandbox first and dropped when its reference
+fails (counted in the summary).
 """
 
 from __future__ import annotations
@@ -316,12 +316,10 @@ def _write(
 ) -> CorpusSummary:
     """Draw, verify, add edits and repairs, and write the rows atomically with a progress bar."""
     from training.corpus.edits import with_edits
+    from training.corpus.families import all_families, is_opt_in
     from training.corpus.repair import RepairStats, verified, with_repairs
 
     pool, workers, limits = sandbox
-
-    from training.corpus.families import all_families, is_opt_in
-
     # Rows of the grammar-drawn (opt-in) families are the ones --verify runs in the sandbox.
     grammar_drawn = {f.name for f in all_families(opt_in=True) if is_opt_in(f)}
 

@@ -254,9 +254,8 @@ def base_words(rng: random.Random, draft: Draft, box: list[float]) -> list[str]:
     if draft.base in ("hexagon", "octagon", "arc"):
         return [f"{length(rng, box[2])} {draft.z_word}"]
     if draft.base.startswith("swept_"):  # said by its section and bend; sometimes overall too
-        return [pick(rng, [f"overall {triple(rng, box)}", f"{triple(rng, box)} overall"])] * (
-            rng.random() < 0.3
-        )
+        said = pick(rng, [f"overall {triple(rng, box)}", f"{triple(rng, box)} overall"])
+        return [said] if rng.random() < 0.3 else []
     if draft.shape == "box" and rng.random() < 0.3:
         return [triple(rng, box)]
     return size_words(rng, box, draft)

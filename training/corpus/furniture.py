@@ -21,7 +21,7 @@ from typing import Any
 
 from training.corpus import phrasing
 from training.corpus.base import Sample, params_key
-from training.corpus.cad_parts_b import articles, step
+from training.corpus.cad_parts_b import articles, program, step
 
 FAMILY = "furniture"
 
@@ -85,8 +85,7 @@ def program_of(p: dict[str, Any]) -> str:
             '    scene.add(arm, name=f"arm_{i}", loc=spot, color=cq.Color("burlywood"))',
         ]
     lines.append("result = scene")
-    head = "\n".join(f"{k} = {v!r}" for k, v in params.items())
-    return "import cadquery as cq\n\n" + head + "\n\n" + "\n".join(lines) + "\n"
+    return program(params, "\n".join(lines))
 
 
 def names_for(p: dict[str, Any]) -> list[str]:

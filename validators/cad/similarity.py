@@ -45,12 +45,15 @@ def _manifold(mesh: trimesh.Trimesh) -> manifold3d.Manifold:
     return to_manifold(mesh)
 
 
-def iou(a: trimesh.Trimesh, b: trimesh.Trimesh) -> float:
-    """Volumetric IoU of two normalised, closed meshes by exact booleans."""
-    ma, mb = _manifold(normalise(a)), _manifold(normalise(b))
+def _overlap(ma: manifold3d.Manifold, mb: manifold3d.Manifold) -> float:
     inter = (ma ^ mb).volume()
     union = ma.volume() + mb.volume() - inter
     return float(inter / union) if union > 0 else 0.0
+
+
+def iou(a: trimesh.Trimesh, b: trimesh.Trimesh) -> float:
+    """Volumetric IoU of two normalised, closed meshes by exact booleans."""
+    return _overlap(_manifold(normalise(a)), _manifold(normalise(b)))
 
 
 def _axis_rotations() -> list[np.ndarray]:
@@ -72,22 +75,27 @@ def _axis_rotations() -> list[np.ndarray]:
 AXIS_ROTATIONS = _axis_rotations()
 
 
-def aligned(a: trimesh.Trimesh, b: trimesh.Trimesh) -> tuple[float, float, int]:
-    """IoU and Chamfer (x1) of `a` turned onto b's axes the best way (of 24, by IoU), and which."""
-    mb = _manifold(normalise(b))
-    best, which = -1.0, 0
-    for index, turn in enumerate(AXIS_ROTATIONS):
-        transform = np.eye(4)
-        transform[:3, :3] = turn
-        ma = _manifold(normalise(a.copy().apply_transform(transform)))
-        inter = (ma ^ mb).volume()
-        union = ma.volume() + mb.volume() - inter
-        value = float(inter / union) if union > 0 else 0.0
-        if value > best:
-            best, which = value, index
+def _turned(mesh: trimesh.Trimesh, turn: np.ndarray) -> trimesh.Trimesh:
     transform = np.eye(4)
-    transform[:3, :3] = AXIS_ROTATIONS[which]
-    return best, chamfer(a.copy().apply_transform(transform), b), which
+    transform[:3, :3] = turn
+    return mesh.copy().apply_transform(transform)
+
+
+def aligned(a: trimesh.Trimesh, b: trimesh.Trimesh) -> tuple[float, float]:
+    """IoU and Chamfer (x1) of `a` turned onto b's axes the best way (of 24, by IoU)."""
+    # An axis turn maps a normalised shape's bbox onto the unit cube again: normalise once.
+    na, mb = normalise(a), _manifold(normalise(b))
+    scores = [_overlap(_manifold(_turned(na, turn)), mb) for turn in AXIS_ROTATIONS]
+    best = int(np.argmax(scores))
+    return scores[best], chamfer(_turned(na, AXIS_ROTATIONS[best]), b)
+
+
+def compare(a: trimesh.Trimesh, b: trimesh.Trimesh, any_orientation: bool) -> tuple[float, float]:
+    """IoU and Chamfer (x1) of a candidate to its reference: as modelled, or at the best axis
+    turn when the task leaves the orientation open."""
+    if any_orientation:
+        return aligned(a, b)
+    return iou(a, b), chamfer(a, b)
 
 
 def iou_by_sampling(a: trimesh.Trimesh, b: trimesh.Trimesh, samples: int = 200_000) -> float:

@@ -489,10 +489,7 @@ def _similarity_check(
     if mesh is None or not geometry_ok:
         return Check(0.0, False, {"reason": "the candidate has no valid closed geometry"})
     try:
-        if any_way:
-            value, chamfer, _ = similarity.aligned(mesh, reference)
-        else:
-            value, chamfer = similarity.iou(mesh, reference), similarity.chamfer(mesh, reference)
+        value, chamfer = similarity.compare(mesh, reference, any_way)
     except ValueError as exc:
         return Check(0.0, False, {"reason": str(exc)})
     chamfer *= 1000
