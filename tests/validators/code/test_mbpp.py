@@ -51,7 +51,12 @@ def test_canonical_solutions_pass_and_stubs_fail_on_every_task(code_pool: Sandbo
     # Exactly the tasks listed as broken, each for its stated reason; none is called a hack.
     assert set(rejected) == set(mbpp.KNOWN_BROKEN), rejected
     assert (len(TASKS) - len(rejected)) / len(TASKS) >= 0.99
-    assert all(c.checks["hack_scan"].passed for c, _ in results)
+    unscanned = {
+        t["task_id"]: c.error.message if c.error else "?"
+        for t, (c, _) in zip(TASKS, results, strict=True)
+        if "hack_scan" not in c.checks or not c.checks["hack_scan"].passed
+    }
+    assert not unscanned, unscanned  # says which task and why, should a run end early
     stubs_passing = [t["task_id"] for t, (_, s) in zip(TASKS, results, strict=True) if s.valid]
     assert not stubs_passing
     # The assert lines are each their own test, and the stubs fail them on the tests' words.
