@@ -54,6 +54,9 @@ UNITS = {"mm", "millimetres", "millimeters", "millimetre", "millimeter"} | _CENT
 _FILLER = UNITS | {"a", "an", "the", "of", "with", "and", "on", "at", "it", "is", "each", "for"}
 _FILLER |= {"to", "make", "set", "by", "in", "x"}
 _TIMES = {"x", "×", "by"}
+# Words that say what kind of thing is counted ("4 square legs"), never what a size measures.
+_KINDS = {"square", "sq", "round", "section", "tapered", "turned", "straight", "cylindrical"}
+_KINDS |= {"rectangular", "wooden", "metal", "steel", "identical", "equal", "matching", "plain"}
 _TOKEN = re.compile(
     r"M\d+(?:\.\d+)?\b|\d+x\b|\d+(?:\.\d+)?|[a-zø]+|[,;:()/&×]|\.(?!\d)", re.IGNORECASE
 )
@@ -142,6 +145,15 @@ def _form(tokens: list[str], i: int) -> str:
         return "count"
     if _plural(nxt):
         return "things"  # "4 holes dia 6": how many holes, not a size
+    # "4 sq legs", "4 square-section legs, 6 mm thick": words of what kind between the count
+    # and its things. Not after a number word ("four 3 square legs" are 3 mm legs), and only words
+    # that say what kind: "30 across flats" is a size.
+    counted = previous in _WORDS
+    for gap in (1, 2):
+        kinds = around[:gap]
+        described = len(kinds) == gap and all(w in _KINDS for w in kinds)
+        if described and not counted and len(around) > gap and _plural(around[gap]):
+            return "things"
     return "number"
 
 

@@ -30,13 +30,13 @@ def draw_params(rng: random.Random) -> dict[str, Any]:
     """The parts and their sizes (mm); keys present only for the parts drawn."""
     width = step(rng, 30, 200, 2)
     depth = step(rng, 30, min(100.0, max(40.0, width)), 2)
-    top = step(rng, 2, 8)
+    board_t = step(rng, 2, 8)
     leg = step(rng, 3, max(3.0, min(12.0, min(width, depth) / 6)))
     p: dict[str, Any] = {
         "width": width,
         "depth": depth,
-        "height": step(rng, max(25.0, 3 * top), 120, 5),
-        "top": top,
+        "height": step(rng, max(25.0, 3 * board_t), 120, 5),
+        "board_t": board_t,
         "leg": leg,
         "inset": 0.0 if rng.random() < 0.6 else step(rng, 1, max(1.0, min(width, depth) / 10)),
         "round_legs": rng.random() < 0.3,
@@ -56,9 +56,9 @@ def program_of(p: dict[str, Any]) -> str:
     """The reference: parameters at the top, then one `scene.add` per part."""
     params = {k: v for k, v in p.items() if k != "round_legs"}
     post = (
-        "cq.Workplane().circle(leg / 2).extrude(height - top)"
+        "cq.Workplane().circle(leg / 2).extrude(height - board_t)"
         if p["round_legs"]
-        else "cq.Workplane().box(leg, leg, height - top, centered=(True, True, False))"
+        else "cq.Workplane().box(leg, leg, height - board_t, centered=(True, True, False))"
     )
     lines = [
         "scene = cq.Assembly()",
@@ -67,9 +67,9 @@ def program_of(p: dict[str, Any]) -> str:
         "    spot = cq.Location((x * (width / 2 - inset - leg / 2), "
         "y * (depth / 2 - inset - leg / 2), 0))",
         '    scene.add(post, name=f"leg_{i}", loc=spot, color=cq.Color("sienna"))',
-        "board = cq.Workplane().box(width, depth, top, centered=(True, True, False))",
+        "board = cq.Workplane().box(width, depth, board_t, centered=(True, True, False))",
         f'scene.add(board, name="{"seat" if "back" in p else "top"}", '
-        'loc=cq.Location((0, 0, height - top)), color=cq.Color("burlywood"))',
+        'loc=cq.Location((0, 0, height - board_t)), color=cq.Color("burlywood"))',
     ]
     if "back" in p:
         lines += [
@@ -109,7 +109,7 @@ def names_for(p: dict[str, Any]) -> list[str]:
 def _parts(rng: random.Random, p: dict[str, Any], board: str) -> list[str]:
     size = phrasing.length
     n = phrasing.number
-    w, d, t, h, leg = (p[k] for k in ("width", "depth", "top", "height", "leg"))
+    w, d, t, h, leg = (p[k] for k in ("width", "depth", "board_t", "height", "leg"))
     shape = "round" if p["round_legs"] else phrasing.pick(rng, ["square", "sq", "square-section"])
     legs = phrasing.pick(
         rng,

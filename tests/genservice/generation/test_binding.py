@@ -130,3 +130,34 @@ def test_grids_counts_and_numbers_named_elsewhere() -> None:
     bracket = "import cadquery as cq\nleg_a = 35.0\nleg_b = 80.0\nwidth = 50.0\nresult = 1\n"
     request = "an angle bracket 38mm wide, horizontal leg 35 mm, vertical leg 50mm"
     assert values(bind_stated_numbers(bracket, request))["width"] == 38.0
+
+
+def test_a_count_of_described_things_is_not_a_size() -> None:
+    # "4 square-section legs, 6 mm thick": four legs, 6 mm each; but "7 across flats" is a size
+    # and "four 3 square legs" are 3 mm legs.
+    forms = {s.written: s.form for s in stated_numbers("4 square-section legs, 6 mm thick")}
+    assert forms == {"4": "things", "6": "measure"}
+    assert stated_numbers("4 sq legs")[0].form == "things"
+    assert stated_numbers("a nut 7 across flats")[0].form == "number"
+    assert [s.form for s in stated_numbers("four 3 square legs")] == ["count", "number"]
+    stool = (
+        "import cadquery as cq\nwidth = 40.0\ndepth = 40.0\nheight = 60.0\nboard_t = 4.0\n"
+        "leg = 6.0\nresult = cq.Assembly()\n"
+    )
+    request = "a stool, seat 40x40x4, 4 square legs, 6mm thick, seat height 60"
+    assert bind_stated_numbers(stool, request) == stool
+
+
+def test_binding_never_changes_a_furniture_reference() -> None:
+    # The furniture scenes are opt-in, so the corpus-wide test above does not draw them.
+    import random
+
+    from training.corpus.base import to_task
+    from training.corpus.furniture import Furniture
+
+    family = Furniture()
+    for i in range(150):
+        task = to_task(family, family.sample(random.Random(f"bind-furniture:{i}")))
+        assert bind_stated_numbers(task["reference"], task["prompt"]) == task["reference"], task[
+            "prompt"
+        ]
