@@ -16,7 +16,9 @@ where the request leaves no doubt:
 - a parameter that holds a number the request names it by stays, and a number that other
   parameters keep is not taken from them (two parameters may swap numbers);
 - "a 4 x 3 grid" gives columns and rows, and a count whose words name no parameter goes to the
-  program's only count parameter.
+  program's only count parameter;
+- the request's only run of sizes ("a 40 x 38 seat") gives length and width, or width and depth,
+  unless the program holds those two already in either order.
 
 Anything less certain is left to the model. Edits are not bound ("add 2 holes" is not
 `bolt_count = 2`): their instruction is relative to the previous program; nor is code.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from genservice.generation.stated import (
     StatedNumber,
+    chained_sizes,
     grid_counts,
     name_stems,
     shared,
@@ -58,7 +61,8 @@ def bind_stated_numbers(program: str, request: str) -> str:
         }
     except ProgramError:
         return program
-    overrides = bindings(stated_numbers(request), parameters, _grid(request, parameters))
+    claimed = _grid(request, parameters) | _chained(request, parameters)
+    overrides = bindings(stated_numbers(request), parameters, claimed)
     if not overrides:
         return program
     try:
@@ -185,6 +189,27 @@ def _grid(request: str, parameters: dict[str, Parameter]) -> dict[str, float]:
             return {}
         found[names[0]] = value
     return found
+
+
+# The sizes of "a 40 x 38 seat" in the order people write them, for a program that names them so.
+_SIZE_ORDERS = (("length", "width"), ("width", "depth"))
+
+
+def _chained(request: str, parameters: dict[str, Parameter]) -> dict[str, float]:
+    """ "a 40 x 38 seat", "plate 120 x 60 x 6": the first two sizes of the request's only run of
+    sizes for the program's length and width, or width and depth, when it has one such pair
+    and that pair does not hold the two already, in either order (people write "21 by 85" and
+    "85 by 21" for one leaf). A third size may be a thickness or an overall height: it is left
+    to the words."""
+    runs = chained_sizes(request)
+    floats = {name for name, p in parameters.items() if p.type == "float"}
+    orders = [order for order in _SIZE_ORDERS if set(order) <= floats]
+    if len(runs) != 1 or len(orders) != 1:
+        return {}
+    sizes = runs[0][:2]
+    if sorted(float(parameters[name].value) for name in orders[0]) == sorted(sizes):
+        return {}
+    return dict(zip(orders[0], sizes, strict=True))
 
 
 def _sole_count(

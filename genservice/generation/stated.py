@@ -180,6 +180,31 @@ def grid_counts(text: str) -> tuple[float, float] | None:
     return counts[0], counts[1]
 
 
+def chained_sizes(text: str) -> list[list[float]]:
+    """Each run of sizes joined by x, × or by ("a 40 x 38 seat", "seat 40x38x3", "120 mm by 60
+    mm"), in millimetres, as written; a grid ("2 by 2 grid", "2x2 holes") counts, not sizes."""
+    tokens = [t.lower() for t in _TOKEN.findall(text)]
+    runs: list[list[float]] = []
+    i = 0
+    while i < len(tokens):
+        run: list[float] = []
+        j = i
+        while j < len(tokens) and re.fullmatch(r"\d+(?:\.\d+)?", tokens[j]):
+            unit = tokens[j + 1] if j + 1 < len(tokens) else ""
+            run.append(float(tokens[j]) * (10 if unit in _CENTIMETRES else 1))
+            j += 2 if unit in UNITS else 1
+            if j < len(tokens) - 1 and tokens[j] in _TIMES and tokens[j + 1][:1].isdigit():
+                j += 1
+            else:
+                break
+        after = tokens[j] if j < len(tokens) else ""
+        counted = after in ("grid", "array", "pattern") or _plural(after)  # "2x2 holes"
+        if len(run) > 1 and not counted:
+            runs.append(run)
+        i = max(j, i + 1)
+    return runs
+
+
 def _count(word: str) -> float | None:
     if word.isdigit():
         return float(word)

@@ -161,3 +161,27 @@ def test_binding_never_changes_a_furniture_reference() -> None:
         assert bind_stated_numbers(task["reference"], task["prompt"]) == task["reference"], task[
             "prompt"
         ]
+
+
+def test_a_run_of_sizes_gives_length_and_width_or_width_and_depth() -> None:
+    from genservice.generation.stated import chained_sizes
+
+    assert chained_sizes("seat 40x38x3, top at 45") == [[40.0, 38.0, 3.0]]
+    assert chained_sizes("table 9 cm x 6 cm") == [[90.0, 60.0]]
+    assert chained_sizes("a 2 by 2 grid of 8.5 dia holes, 2x2 holes") == []
+    # The model put the seat height into the width: the run of sizes puts it back, and then
+    # "seat height 60" can take its number.
+    written = (
+        "import cadquery as cq\nwidth = 60.0\ndepth = 38.0\nheight = 45.0\nboard_t = 3.0\n"
+        "result = cq.Assembly()\n"
+    )
+    bound = bind_stated_numbers(written, "a chair, a 40 x 38 seat 3 mm thick, seat height 60")
+    assert values(bound) == {"width": 40.0, "depth": 38.0, "height": 60.0, "board_t": 3.0}
+    # A program that holds the two sizes in either order is left alone ("21 by 85" for a leaf
+    # 85 long and 21 wide); one with another pair of names, or two runs of sizes, too.
+    leaf = "import cadquery as cq\nlength = 85.0\nwidth = 21.0\nresult = cq.Workplane()\n"
+    assert bind_stated_numbers(leaf, "a hinge leaf, 21 by 85 mm") == leaf
+    knob = "import cadquery as cq\ndiameter = 30.0\nheight = 20.0\nresult = cq.Workplane()\n"
+    assert bind_stated_numbers(knob, "a 50 x 24 mm grip knob") == knob
+    two = "import cadquery as cq\nwidth = 10.0\ndepth = 10.0\nresult = cq.Assembly()\n"
+    assert bind_stated_numbers(two, "a 40 x 38 seat and a 40 x 5 backrest") == two
