@@ -9,6 +9,7 @@ CAD and scene tasks (val split by default, so no training task), with the time b
 per program against the time parsing the program alone takes (binding parses it once too).
 
 Usage: .venv/bin/python -m bench.binding [--per-family 20] [--seed 7] [--split val]
+       [--opt-in compositional,furniture]
 """
 
 from __future__ import annotations
@@ -38,9 +39,15 @@ def main() -> None:
     parser.add_argument("--per-family", type=int, default=20)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--split", default="val", choices=["train", "val", "test"])
+    parser.add_argument(
+        "--opt-in",
+        help="comma-separated opt-in families to draw as well (compositional, furniture)",
+    )
     args = parser.parse_args()
 
     families = families_for(["cad", "scene"])
+    if args.opt_in:
+        families += families_for(names=args.opt_in.split(","))
     tasks = list(
         build_corpus(
             args.per_family * len(families), args.seed, families=families, split=args.split

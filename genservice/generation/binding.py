@@ -199,16 +199,22 @@ def _chained(request: str, parameters: dict[str, Parameter]) -> dict[str, float]
     """ "a 40 x 38 seat", "plate 120 x 60 x 6": the first two sizes of the request's only run of
     sizes for the program's length and width, or width and depth, when it has one such pair
     and that pair does not hold the two already, in either order (people write "21 by 85" and
-    "85 by 21" for one leaf). A third size may be a thickness or an overall height: it is left
-    to the words."""
+    "85 by 21" for one leaf); where it holds one of them, only the other is set. A third size
+    may be a thickness or an overall height: it is left to the words."""
     runs = chained_sizes(request)
     floats = {name for name, p in parameters.items() if p.type == "float"}
     orders = [order for order in _SIZE_ORDERS if set(order) <= floats]
     if len(runs) != 1 or len(orders) != 1:
         return {}
     sizes = runs[0][:2]
-    if sorted(float(parameters[name].value) for name in orders[0]) == sorted(sizes):
+    first, second = orders[0]
+    held = float(parameters[first].value), float(parameters[second].value)
+    if sorted(held) == sorted(sizes):
         return {}
+    # One of the two in place already, whichever way round: the other size goes to the other.
+    for name, other, value in ((first, second, held[0]), (second, first, held[1])):
+        if value in sizes and sizes[0] != sizes[1]:
+            return {other: sizes[1] if value == sizes[0] else sizes[0]}
     return dict(zip(orders[0], sizes, strict=True))
 
 
