@@ -212,7 +212,7 @@ def _chained(request: str, parameters: dict[str, Parameter]) -> dict[str, float]
     if sorted(held) == sorted(sizes):
         return {}
     # One of the two in place already, whichever way round: the other size goes to the other.
-    for name, other, value in ((first, second, held[0]), (second, first, held[1])):
+    for other, value in ((second, held[0]), (first, held[1])):
         if value in sizes and sizes[0] != sizes[1]:
             return {other: sizes[1] if value == sizes[0] else sizes[0]}
     return dict(zip(orders[0], sizes, strict=True))
