@@ -774,7 +774,7 @@ class Knob:
         spec = {
             "bbox_mm": [*_knob_extents(knob_d, notch_d, p["grip_count"]), knob_h],
             "volume_mm3": round(_knob_volume(p), 3),
-            "holes": p["grip_count"] + 1,
+            "holes": 1,  # the shaft hole; grip notches are not holes
             "solids": 1,
         }
         return Sample(self._prompt(rng, p), program(p, body), p, spec)

@@ -17,6 +17,7 @@ import io
 import math
 import time
 from array import array
+from collections.abc import Sequence
 from typing import Any
 
 import cadquery as cq
@@ -135,9 +136,48 @@ def read_handover(handover: Any, max_bytes: int) -> tuple[str, list[dict[str, An
     return kind, parts, data
 
 
-def _hole_axes(shape: cq.Shape) -> set[tuple[float, ...]]:
-    """Axes of concave cylindrical faces (holes, counterbores count once per axis)."""
-    axes: set[tuple[float, ...]] = set()
+# A bore counts as a hole when its wall goes at least this far round: a whole drilled hole, a
+# keyed or D-shaped bore, a clip's seat. Less is a rounded corner, a fillet, a slot's end, a grip
+# notch or what is left of holes drilled into one another, none of which is a hole a person asked
+# for (and all of which a program could otherwise scatter to forge a count).
+HOLE_MIN_SWEEP = 4 * math.pi / 3
+
+
+def count_holes(solids: Sequence[cq.Shape]) -> int:
+    """Round holes in the solids: bores (concave cylindrical walls on one axis, counterbores and
+    split walls counting once) that go at least HOLE_MIN_SWEEP round; parallel bores that cut
+    into one another are one opening, not several."""
+    sweeps: dict[tuple[tuple[float, ...], float], float] = {}
+    for solid in solids:
+        for axis, radius, sweep in _concave_cylinders(solid):
+            key = (axis, radius)
+            sweeps[key] = sweeps.get(key, 0.0) + sweep
+    bores: dict[tuple[float, ...], float] = {}  # axis -> the largest radius that is a hole
+    for (axis, radius), sweep in sweeps.items():
+        if sweep >= HOLE_MIN_SWEEP - 1e-6:
+            bores[axis] = max(bores.get(axis, 0.0), radius)
+    axes = list(bores)
+    group = list(range(len(axes)))
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
+
+    for i, a in enumerate(axes):
+        for j in range(i):
+            b = axes[j]
+            if a[:3] == b[:3] and math.dist(a[3:], b[3:]) < bores[a] + bores[b] - 1e-3:
+                group[root(i)] = root(j)
+    return len({root(i) for i in range(len(axes))})
+
+
+def _concave_cylinders(shape: cq.Shape) -> list[tuple[tuple[float, ...], float, float]]:
+    """(axis line, radius, angle swept) of each concave cylindrical face: a hole's wall, not a
+    boss or an outer wall. The axis is its direction (one sign, so both ends of a hole agree)
+    and the point where it crosses the plane through the origin square to it."""
+    found = []
     for face in shape.Faces():
         if face.geomType() != "CYLINDER":
             continue
@@ -151,10 +191,11 @@ def _hole_axes(shape: cq.Shape) -> set[tuple[float, ...]]:
         if normal.dot(radial) >= 0:
             continue  # convex: a boss or an outer wall, not a hole
         if [round(c, 6) for c in direction.toTuple()] < [0.0, 0.0, 0.0]:
-            direction = -direction  # one sign per axis, so both ends of a hole agree
+            direction = -direction
         foot = origin - direction * origin.dot(direction)
-        axes.add(tuple(round(v, 2) for v in (*direction.toTuple(), *foot.toTuple())))
-    return axes
+        line = tuple(round(v, 2) for v in (*direction.toTuple(), *foot.toTuple()))
+        found.append((line, round(cylinder.Radius(), 3), min(umax - umin, 2 * math.pi)))
+    return found
 
 
 def _mesh(shape: cq.Shape, box: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -250,7 +291,7 @@ def describe_part(part: dict[str, Any], options: dict[str, Any]) -> dict[str, An
     if not all(math.isfinite(v) for v in info["bbox"]):
         info["valid"], info["invalid_reason"] = False, "the bounding box is not finite"
         return info
-    info["holes"] = len(set().union(*(_hole_axes(s) for s in solids)))
+    info["holes"] = count_holes(solids)
     info["mesh"] = _mesh(compound, box, options)
     return info
 

@@ -1,0 +1,67 @@
+"""What counts as a hole: round bores a person asked for, not shapes that merely look like a
+piece of one. A program must not pass "four 5 mm holes" with four holes drilled into one another,
+rounded pocket corners or an inside fillet."""
+
+from __future__ import annotations
+
+import pytest
+
+from validators.cad.validate import validate_cad
+from validators.sandbox import SandboxPool
+
+PLATE = "import cadquery as cq\nplate = cq.Workplane('XY').box(100, 60, 8)\n"
+
+CASES = {
+    "four separate holes": (
+        "result = plate.faces('>Z').workplane()"
+        ".rect(80, 40, forConstruction=True).vertices().hole(5)",
+        4,
+    ),
+    "four holes drilled into one another": (
+        "result = plate.faces('>Z').workplane().polarArray(2, 0, 360, 4).hole(5)",
+        0,
+    ),
+    "two holes that overlap": (
+        "result = plate.faces('>Z').workplane().pushPoints([(0, 0), (4, 0)]).hole(6)",
+        1,
+    ),
+    "a pocket with rounded corners": (
+        "result = plate.faces('>Z').workplane().sketch().rect(60, 30).vertices().fillet(5)"
+        ".finalize().cutBlind(-4)",
+        0,
+    ),
+    "a slot": ("result = plate.faces('>Z').workplane().slot2D(30, 8).cutThruAll()", 0),
+    "a counterbored hole": ("result = plate.faces('>Z').workplane().cboreHole(6, 10, 4)", 1),
+    "an angle with an inside fillet": (
+        "result = cq.Workplane('XZ').polyline([(0, 0), (60, 0), (60, 5), (5, 5), (5, 40),"
+        " (0, 40)]).close().extrude(30).edges('|Y')"
+        ".edges(cq.selectors.NearestToPointSelector((5, -15, 5))).fillet(4)",
+        0,
+    ),
+    "two holes crossing at right angles": (
+        "block = cq.Workplane('XY').box(30, 30, 30)\n"
+        "result = block.cut(cq.Workplane('XY').cylinder(40, 4))"
+        ".cut(cq.Workplane('YZ').cylinder(40, 4))",
+        2,
+    ),
+    "a tube": ("result = cq.Workplane('XY').circle(10).circle(7).extrude(30)", 1),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_holes_are_round_bores_counted_once(pool: SandboxPool, name: str) -> None:
+    body, holes = CASES[name]
+    report = validate_cad(PLATE + body + "\n", pool)
+    assert report.valid, report.checks
+    assert report.metrics["holes"] == holes
+
+
+def test_holes_drilled_into_one_another_do_not_meet_a_request_for_four(
+    pool: SandboxPool,
+) -> None:
+    body, _ = CASES["four holes drilled into one another"]
+    request = [{"what": "holes", "count": 4, "match": "at_least", "phrase": "four 5 mm holes"}]
+    forged = validate_cad(PLATE + body + "\n", pool, request=request)
+    assert not forged.checks["request"].passed
+    honest, _ = CASES["four separate holes"]
+    assert validate_cad(PLATE + honest + "\n", pool, request=request).checks["request"].passed
