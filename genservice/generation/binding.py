@@ -11,7 +11,10 @@ where the request leaves no doubt:
   number weighing three times those before: "18 mm wide" is `width`, "r = 3" `corner_r`; a tie
   goes to the noun the phrase ends in, then to the name the words cover most);
 - the form of the number fits the parameter's type: a count (a number word, "8x", "4 Ø3.5
-  holes") an int parameter, a measure (a unit, a decimal, an M-size) a float one;
+  holes") an int parameter, a measure (a unit, a decimal, an M-size) a float one, an angle
+  ("45°", "90 degrees") only a parameter named for an angle;
+- a size of the whole ("overall length 68", "total height") goes only into a parameter named
+  by its words alone (`height`) or for the whole, never into a feature's (`ear_length`);
 - of several numbers that claim one parameter, the one its words name most strongly wins;
 - a parameter that holds a number the request names it by stays, and a number that other
   parameters keep is not taken from them (two parameters may swap numbers);
@@ -37,6 +40,7 @@ from genservice.generation.stated import (
 )
 from validators.cad.program import Parameter, ProgramError, apply_parameters, find_parameters, parse
 
+_WHOLE = frozenset({"over", "tota"})  # "overall", "total": a size of the whole part
 AFTER_WEIGHT = 3  # "18 mm wide": the words after a number name it more often than those before
 
 
@@ -146,6 +150,8 @@ def bindings(
 def named_parameter(stated: StatedNumber, parameters: dict[str, Parameter]) -> str | None:
     """The one parameter of the number's kind that its words name best (None when none or
     several tie)."""
+    if shared(stated.before, _WHOLE):  # "overall length 68": the whole's, not `ear_length`
+        parameters = {n: p for n, p in parameters.items() if _whole_named(stated, n)}
     scores = {name: _score(stated, name) for name, p in parameters.items() if _fits(stated, p)}
     # Bare digits count what follows them ("3 holes"); the words before name a measure
     # ("block 2 narrower" is not two blocks).
@@ -165,6 +171,13 @@ def named_parameter(stated: StatedNumber, parameters: dict[str, Parameter]) -> s
         most = max(named.values())
         top = [name for name in top if named[name] == most]
     return top[0] if len(top) == 1 else None
+
+
+def _whole_named(stated: StatedNumber, name: str) -> bool:
+    """Whether a parameter may hold a size of the whole: named for it (`overall_length`), or
+    by nothing but the size's own words (`height` for "overall height 90")."""
+    parts = name_stems(name)
+    return shared(parts, _WHOLE) > 0 or shared(parts, stated.stems) == len(parts) > 0
 
 
 def _covered(stated: StatedNumber, name: str) -> float:
@@ -253,6 +266,8 @@ def _named_holder(
 
 
 def _fits(stated: StatedNumber, parameter: Parameter) -> bool:
+    if stated.form == "angle":  # "45°" is never a size: only an angle's parameter takes it
+        return shared(frozenset({"angl", "deg"}), name_stems(parameter.name)) > 0
     if stated.form in ("count", "things"):
         return parameter.type == "int"
     if stated.form == "measure":

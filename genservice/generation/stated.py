@@ -54,11 +54,12 @@ UNITS = {"mm", "millimetres", "millimeters", "millimetre", "millimeter"} | _CENT
 _FILLER = UNITS | {"a", "an", "the", "of", "with", "and", "on", "at", "it", "is", "each", "for"}
 _FILLER |= {"to", "make", "set", "by", "in", "x"}
 _TIMES = {"x", "×", "by"}
+_DEGREES = {"°", "deg", "degree", "degrees"}
 # Words that say what kind of thing is counted ("4 square legs"), never what a size measures.
 _KINDS = {"square", "sq", "round", "section", "tapered", "turned", "straight", "cylindrical"}
 _KINDS |= {"rectangular", "wooden", "metal", "steel", "identical", "equal", "matching", "plain"}
 _TOKEN = re.compile(
-    r"M\d+(?:\.\d+)?\b|\d+x\b|\d+(?:\.\d+)?|[a-zø]+|[,;:()/&×]|\.(?!\d)", re.IGNORECASE
+    r"M\d+(?:\.\d+)?\b|\d+x\b|\d+(?:\.\d+)?|[a-zø]+|[,;:()/&×°]|\.(?!\d)", re.IGNORECASE
 )
 
 
@@ -67,7 +68,8 @@ class StatedNumber:
     """A number the request states, as written, the stems of the words after and before it,
     and its form: "count" (a number word, "8x", or a number before a measured one: "six
     holes", "4 11mm objects"), "things" (digits before a plural noun: "4 holes"), "measure" (a
-    unit, a decimal or an M-size) or "number" (bare digits, either a count or a measure)."""
+    unit, a decimal or an M-size), "angle" (degrees: "45°", "a 90 degree bend") or "number"
+    (bare digits, either a count or a measure)."""
 
     value: float
     after: frozenset[str]
@@ -97,6 +99,9 @@ def stated_numbers(text: str) -> list[StatedNumber]:
             extra = ["bolt", "hole", "diameter"]
         elif token[0].isdigit() and token[-1] in "xX":  # "8x holes": a count
             value, form = float(token[:-1]), "count"
+        elif token[0].isdigit() and following[:1] and following[0] in _DEGREES:
+            value, form = float(token), "angle"
+            extra = ["angle"]
         elif token[0].isdigit():
             unit = following[0] if following else ""
             # Parameters are in millimetres.
@@ -109,16 +114,25 @@ def stated_numbers(text: str) -> list[StatedNumber]:
         # In "50 x 24 mm grip knob" (or "50mm x 24mm") the words after the sizes name the
         # whole, not one size.
         previous = tokens[i - 1].lower() if i > 0 else ""
-        then = following[1:2] if following[:1] and following[0] in UNITS else following[:1]
-        reach = 0 if then and then[0] in _TIMES else 1 if previous in _TIMES else 3
-        after = stems([*_clause(tokens[i + 1 :], reach), *extra], letters=False)
+        degrees = following[:1] and following[0] in _DEGREES
+        rest = tokens[i + 2 :] if degrees else tokens[i + 1 :]  # the words after "°"
+        then = following[1:2] if following[:1] and following[0] in UNITS else rest[:1]
+        reach = 0 if then and then[0].lower() in _TIMES else 1 if previous in _TIMES else 3
+        if reach == 0 and _angle_next(rest[1:]):  # "a 2 x 45° chamfer": 2 is the chamfer's
+            rest, reach = rest[3:], 3
+        after = stems([*_clause(rest, reach), *extra], letters=False)
         # Nor do the words before them: "top 150 mm by 80 mm" is the top's length and width.
         chained = reach < 3
         before = frozenset() if chained else stems(_clause(tokens[:i][::-1], 2))
-        counted = next((w.lower() for w in _clause(tokens[i + 1 :], 4) if _plural(w.lower())), "")
-        head = stems([_head(tokens[i + 1 :], reach)], letters=False)
+        counted = next((w.lower() for w in _clause(rest, 4) if _plural(w.lower())), "")
+        head = stems([_head(rest, reach)], letters=False)
         found.append(StatedNumber(value, after, before, form, token, counted, head))
     return found
+
+
+def _angle_next(tokens: Sequence[str]) -> bool:
+    """Whether the tokens start with an angle ("45 °", "45 degrees")."""
+    return len(tokens) > 1 and tokens[0][:1].isdigit() and tokens[1].lower() in _DEGREES
 
 
 def _is_size(token: str) -> bool:
@@ -199,7 +213,8 @@ def chained_sizes(text: str) -> list[list[float]]:
                 break
         after = tokens[j] if j < len(tokens) else ""
         counted = after in ("grid", "array", "pattern") or _plural(after)  # "2x2 holes"
-        if len(run) > 1 and not counted:
+        angled = after in _DEGREES  # "a 2 x 45° chamfer": a size and an angle
+        if len(run) > 1 and not counted and not angled:
             runs.append(run)
         i = max(j, i + 1)
     return runs

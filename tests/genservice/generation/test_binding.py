@@ -185,3 +185,30 @@ def test_a_run_of_sizes_gives_length_and_width_or_width_and_depth() -> None:
     assert bind_stated_numbers(knob, "a 50 x 24 mm grip knob") == knob
     two = "import cadquery as cq\nwidth = 10.0\ndepth = 10.0\nresult = cq.Assembly()\n"
     assert bind_stated_numbers(two, "a 40 x 38 seat and a 40 x 5 backrest") == two
+
+
+def test_an_angle_binds_only_into_an_angle() -> None:
+    from genservice.generation.stated import chained_sizes
+
+    # "a 2 x 45° chamfer": 2 is the chamfer's size, 45 its angle, and the two are no run of sizes.
+    assert chained_sizes("a disc with a 2 x 45° chamfer round the top") == []
+    disc = "import cadquery as cq\ndiameter = 80.0\nedge_chamfer = 3.6\nresult = cq.Workplane()\n"
+    bound = bind_stated_numbers(disc, "a disc Ø80 with a 2 x 45° chamfer round the top")
+    assert values(bound) == {"diameter": 80.0, "edge_chamfer": 2.0}
+    # "a 90 degree bend" sets the bend's angle, never a size.
+    tube = "import cadquery as cq\nbend_r = 12.0\nbend_angle = 45.0\nresult = cq.Workplane()\n"
+    bound = bind_stated_numbers(tube, "a swept tube, a 90 degree bend, bend radius 12 mm")
+    assert values(bound) == {"bend_r": 12.0, "bend_angle": 90.0}
+    assert bind_stated_numbers(disc, "a disc Ø80, edges at 30°") == disc
+
+
+def test_a_size_of_the_whole_is_no_feature_size() -> None:
+    cup = (
+        "import cadquery as cq\nouter_d = 40.0\nheight = 45.0\near_length = 14.0\n"
+        "result = cq.Workplane()\n"
+    )
+    request = "a cup, body diameter 40, 45 mm tall, overall length 68mm, two 14 mm tabs"
+    assert bind_stated_numbers(cup, request) == cup
+    table = "import cadquery as cq\nheight = 70.0\nleg = 5.0\nresult = cq.Assembly()\n"
+    bound = bind_stated_numbers(table, "a table, overall height 90 mm, 5 mm legs")
+    assert values(bound) == {"height": 90.0, "leg": 5.0}
