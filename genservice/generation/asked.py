@@ -11,8 +11,10 @@ thick/thickness/thk/t (the thinnest extent, or z), diameter/dia/Ø/OD/d/"outside
 extents), "N mm square", "an N mm cube", and a size triple or pair "80 × 71 × 4 mm" (the
 extents, in any order). Counts the
 measurements can show: holes ("six M5 bolt holes", "a 4 x 4 grid of M8 holes": at least that
-many round holes), and in a scene the objects it is made of ("seven blocks": at least that many
-solids). Nothing else: teeth, notches, sizes of features, "a 60 mm flange" (which size?).
+many round holes; of the size their words give beyond doubt, "four 5 mm holes", "4 holes dia 6",
+an M-size from tapped to a coarse clearance), and in a scene the objects it is made of ("seven
+blocks": at least that many solids). Nothing else: teeth, notches, sizes of other features, "a
+60 mm flange" (which size?).
 
 **Whose size it is** is wording.py's reading: a number is the whole's only when its words give
 it no other owner (a leg, a groove, each of several, a feature before it in a list). A scene's
@@ -33,7 +35,8 @@ features are unknown to its words), never on counts ("add 2 holes") or heights (
 **Format** (plain JSON, a list; validators/cad/reading.py checks it):
   {"what": "height", "value_mm": 40.0, "match": "about", "phrase": "40 mm tall"}
   {"what": "box", "values_mm": [80.0, 71.0, 4.0], "match": "about", "phrase": "80 × 71 × 4 mm"}
-  {"what": "holes", "count": 6, "match": "at_least", "phrase": "six M5 bolt holes"}
+  {"what": "holes", "count": 6, "match": "at_least", "phrase": "six M5 bolt holes",
+   "diameter_mm": 5.0, "diameter_max_mm": 6.25}
 `what` is one of SIZES (value_mm, or values_mm for a box) or COUNTS (count); `match` is
 "about" or "at_least"; `phrase` is the request's words it came from.
 """
@@ -43,8 +46,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from genservice.generation.stated import grid_counts
-from genservice.generation.wording import WHOLE, Reading, counted, sized_after
+from genservice.generation.stated import UNITS, grid_counts
+from genservice.generation.wording import WHOLE, Reading, counted, sized_after, word_at
 
 SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
 COUNTS = ("holes", "objects")
@@ -125,8 +128,8 @@ def _sizes(reading: Reading) -> list[dict[str, Any]]:
 
 def _counts(reading: Reading, text: str, domain: str) -> list[dict[str, Any]]:
     """The counts the words ask: the most holes any phrase or grid asks, the most objects."""
-    holes: list[tuple[int, str]] = []
-    objects: list[tuple[int, str]] = []
+    holes: list[tuple[int, str, dict[str, float]]] = []
+    objects: list[tuple[int, str, dict[str, float]]] = []
     for number in reading.numbers.values():
         if number.form not in ("count", "things") or not number.value.is_integer():
             continue
@@ -142,16 +145,55 @@ def _counts(reading: Reading, text: str, domain: str) -> list[dict[str, Any]]:
         between = set(reading.words[number.at + 1 : end])
         phrase = reading.phrase(number.at, end)
         if noun[:4] == "hole" and not between & _NOT_ROUND:
-            holes.append((count, phrase))
+            size, stop = _hole_size(reading, number.at, end)
+            holes.append((count, reading.phrase(number.at, stop), size))
         elif domain == "scene" and noun in _OBJECTS:
-            objects.append((count, phrase))
+            objects.append((count, phrase, {}))
     grid = grid_counts(text)
     found = _GRID_OF_HOLES.search(text)
     if grid is not None and found:  # "a 4 x 4 grid of M8 holes"
-        holes.append((int(grid[0] * grid[1]), found.group(0)))
+        holes.append((int(grid[0] * grid[1]), found.group(0), {}))
     items = []
     for what, found_counts in (("holes", holes), ("objects", objects)):
         if found_counts:
-            count, phrase = max(found_counts)
-            items.append({"what": what, "count": count, "match": "at_least", "phrase": phrase})
+            count, phrase, size = max(found_counts, key=lambda c: (c[0], len(c[2])))
+            item = {"what": what, "count": count, "match": "at_least", "phrase": phrase}
+            items.append(item | size)
     return items
+
+
+# Words after a size that make it some other size than the holes' diameter: "four 6 mm deep
+# holes", "holes 20 apart"; after the holes, also what lays them out ("holes 60 PCD").
+_NOT_A_DIAMETER = {"deep", "depth", "apart", "pitch", "pitched", "spacing", "spaced", "long"}
+_NOT_A_DIAMETER |= {"centres", "centers", "x", "×", "by", "thick", "wide", "tall", "high"}
+_NOT_A_DIAMETER |= {"across", "radius", "r"}
+_LAYOUT_AFTER = {"from", "in", "off", "between", "pcd", "bolt", "circle", "on", "to", "square"}
+_BEFORE_A_DIAMETER = ("of", "dia", "diameter", "ø", "each", "a")
+
+
+def _hole_size(reading: Reading, at: int, end: int) -> tuple[dict[str, float], int]:
+    """The diameter of the counted holes when their words give one beyond doubt, and where
+    their phrase ends: the only size between the count and "holes" ("six M5 bolt holes", "four
+    5 mm holes", "3 Ø6.5 holes") or the size right after ("4 holes dia 6", "10 holes of 6.5mm
+    diameter"); none for anything else ("4 holes 6 mm deep", "holes 20 apart"). An M-size is a
+    bolt's hole, from tapped to a coarse clearance (M5: 5 to 6.25)."""
+    words = reading.words
+    inside = [k for k in reading.numbers if at < k < end]
+    if len(inside) > 1:
+        return {}, end
+    k = inside[0] if inside else end
+    while not inside and k < min(end + 3, len(words)) and words[k] in _BEFORE_A_DIAMETER:
+        k += 1
+    if k not in reading.numbers:
+        return {}, end
+    after = k + 1 + (word_at(words, k + 1) in UNITS)
+    if word_at(words, after) in _NOT_A_DIAMETER | (set() if inside else _LAYOUT_AFTER):
+        return {}, end
+    stop = end if inside else after + (word_at(words, after) in ("diameter", "dia"))
+    if words[k][:1] == "m" and words[k][1:].replace(".", "", 1).isdigit() and not reading.gearing:
+        bolt = float(words[k][1:])
+        return {"diameter_mm": bolt, "diameter_max_mm": round(1.25 * bolt, 3)}, stop
+    measured = reading.numbers[k].form == "measure" or words[k - 1] in ("ø", "dia", "diameter")
+    if inside and not measured:  # "two 3 holes": bare digits before the holes may be a count
+        return {}, end
+    return {"diameter_mm": reading.numbers[k].value}, stop

@@ -65,3 +65,33 @@ def test_holes_drilled_into_one_another_do_not_meet_a_request_for_four(
     assert not forged.checks["request"].passed
     honest, _ = CASES["four separate holes"]
     assert validate_cad(PLATE + honest + "\n", pool, request=request).checks["request"].passed
+
+
+def test_each_hole_reports_the_diameters_of_its_bores(pool: SandboxPool) -> None:
+    body, _ = CASES["a counterbored hole"]
+    assert validate_cad(PLATE + body + "\n", pool).metrics["hole_diameters_mm"] == [[6.0, 10.0]]
+    # Holes in the floor of a cup are holes of their own, not part of the cup's bore.
+    cup = (
+        "import cadquery as cq\n"
+        "result = cq.Workplane('XY').circle(30).extrude(40).faces('>Z').shell(-2)"
+        ".faces('<Z').workplane().polarArray(12, 0, 360, 3).hole(8.5)\n"
+    )
+    holes = validate_cad(cup, pool).metrics["hole_diameters_mm"]
+    assert sorted(holes) == [[8.5], [8.5], [8.5], [56.0]]
+
+
+def test_holes_of_the_wrong_size_do_not_meet_a_request_for_their_size(
+    pool: SandboxPool,
+) -> None:
+    body, _ = CASES["four separate holes"]  # Ø5
+    five = [{"what": "holes", "count": 4, "match": "at_least", "diameter_mm": 5.0}]
+    eight = [{"what": "holes", "count": 4, "match": "at_least", "diameter_mm": 8.0}]
+    bolt = [
+        {"what": "holes", "count": 4, "match": "at_least", "diameter_mm": 4.0,
+         "diameter_max_mm": 5.0}
+    ]  # fmt: skip
+    assert validate_cad(PLATE + body + "\n", pool, request=five).checks["request"].passed
+    wrong = validate_cad(PLATE + body + "\n", pool, request=eight).checks["request"]
+    assert not wrong.passed
+    assert wrong.detail["summary"].startswith("0 holes of Ø8, asked 4")
+    assert validate_cad(PLATE + body + "\n", pool, request=bolt).checks["request"].passed

@@ -143,19 +143,20 @@ def read_handover(handover: Any, max_bytes: int) -> tuple[str, list[dict[str, An
 HOLE_MIN_SWEEP = 4 * math.pi / 3
 
 
-def count_holes(solids: Sequence[cq.Shape]) -> int:
-    """Round holes in the solids: bores (concave cylindrical walls on one axis, counterbores and
-    split walls counting once) that go at least HOLE_MIN_SWEEP round; parallel bores that cut
-    into one another are one opening, not several."""
+def find_holes(solids: Sequence[cq.Shape]) -> list[list[float]]:
+    """Round holes in the solids, each as the sorted diameters of its bores: concave cylindrical
+    walls on one axis (a counterbore is [6.0, 10.0], a wall split in two counts once) that go
+    at least HOLE_MIN_SWEEP round; parallel bores that cut into one another (their circles cross)
+    are one opening."""
     sweeps: dict[tuple[tuple[float, ...], float], float] = {}
     for solid in solids:
         for axis, radius, sweep in _concave_cylinders(solid):
             key = (axis, radius)
             sweeps[key] = sweeps.get(key, 0.0) + sweep
-    bores: dict[tuple[float, ...], float] = {}  # axis -> the largest radius that is a hole
+    bores: dict[tuple[float, ...], list[float]] = {}  # axis -> the radii that are holes
     for (axis, radius), sweep in sweeps.items():
         if sweep >= HOLE_MIN_SWEEP - 1e-6:
-            bores[axis] = max(bores.get(axis, 0.0), radius)
+            bores.setdefault(axis, []).append(radius)
     axes = list(bores)
     group = list(range(len(axes)))
 
@@ -168,9 +169,15 @@ def count_holes(solids: Sequence[cq.Shape]) -> int:
     for i, a in enumerate(axes):
         for j in range(i):
             b = axes[j]
-            if a[:3] == b[:3] and math.dist(a[3:], b[3:]) < bores[a] + bores[b] - 1e-3:
+            ra, rb, apart = max(bores[a]), max(bores[b]), math.dist(a[3:], b[3:])
+            # Cut into one another: their circles cross. One inside the other (holes in the
+            # floor of a cup or a pocket) are holes of their own.
+            if a[:3] == b[:3] and abs(ra - rb) + 1e-3 < apart < ra + rb - 1e-3:
                 group[root(i)] = root(j)
-    return len({root(i) for i in range(len(axes))})
+    openings: dict[int, set[float]] = {}
+    for i, axis in enumerate(axes):
+        openings.setdefault(root(i), set()).update(round(2 * r, 3) for r in bores[axis])
+    return [sorted(diameters) for diameters in openings.values()]
 
 
 def _concave_cylinders(shape: cq.Shape) -> list[tuple[tuple[float, ...], float, float]]:
@@ -277,6 +284,7 @@ def describe_part(part: dict[str, Any], options: dict[str, Any]) -> dict[str, An
         "valid": True,
         "invalid_reason": None,
         "holes": 0,
+        "hole_diameters": [],
         "bbox": None,
         "mesh": None,
     }
@@ -291,7 +299,8 @@ def describe_part(part: dict[str, Any], options: dict[str, Any]) -> dict[str, An
     if not all(math.isfinite(v) for v in info["bbox"]):
         info["valid"], info["invalid_reason"] = False, "the bounding box is not finite"
         return info
-    info["holes"] = count_holes(solids)
+    holes = find_holes(solids)
+    info["holes"], info["hole_diameters"] = len(holes), holes
     info["mesh"] = _mesh(compound, box, options)
     return info
 

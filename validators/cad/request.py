@@ -7,7 +7,8 @@ they came from. An item is plain JSON:
 
   {"what": "height", "value_mm": 40.0, "match": "about", "phrase": "40 mm tall"}
   {"what": "box", "values_mm": [80.0, 71.0, 4.0], "match": "about", "phrase": "80 × 71 × 4 mm"}
-  {"what": "holes", "count": 6, "match": "at_least", "phrase": "six M5 bolt holes"}
+  {"what": "holes", "count": 6, "match": "at_least", "phrase": "six M5 bolt holes",
+   "diameter_mm": 5.0, "diameter_max_mm": 6.25}
 
 What each size means for the extents [x, y, z] of the bounding box (people do not say which
 axis is the length and which the width, so only a height is tied to an axis):
@@ -17,7 +18,11 @@ axis is the length and which the width, so only a height is tied to an axis):
 - thickness: the thinnest extent, or z;
 - diameter: two extents (a disc), or one with the other two larger (a bent tube);
 - box: the extents in any order (a pair: two of them);
-- holes: at least that many round holes; objects: at least that many solids.
+- holes: at least that many round holes (validators/cad/measurer.py says what a hole is);
+  with `diameter_mm`, holes of that diameter (within the tolerance; a counterbored hole counts
+  by either of its bores), or with `diameter_max_mm` too, of a diameter in that range (an M5
+  bolt's hole may be tapped at 5 or drilled for clearance up to 6.25); objects: at least that
+  many solids.
 
 `about` is within TOLERANCE (relative, with an absolute floor); `at_least` is a lower bound
 (the extent is at least the size, less the tolerance), for sizes of a thing that may have more
@@ -69,6 +74,11 @@ def check_request(items: Any) -> list[dict[str, Any]]:
         count = item.get("count")
         if what in COUNTS and not (isinstance(count, int) and not isinstance(count, bool)):
             raise ValueError(f"request item {item!r}: count must be a whole number")
+        for key in ("diameter_mm", "diameter_max_mm"):
+            if key in item and (what != "holes" or not _positive(item[key])):
+                raise ValueError(f"request item {item!r}: {key} must be a positive number of holes")
+        if "diameter_max_mm" in item and item["diameter_max_mm"] < item.get("diameter_mm", 0):
+            raise ValueError(f"request item {item!r}: diameter_max_mm needs a smaller diameter_mm")
     return items
 
 
@@ -112,6 +122,10 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
         wanted = int(item["count"])
         noun = "holes" if what == "holes" else "solids"
         have = int(metrics.get(noun) or 0)
+        if what == "holes" and "diameter_mm" in item:
+            sized = _sized(item)
+            noun = f"holes of {sized}"
+            have = sum(1 for hole in metrics.get("hole_diameters_mm") or [] if _fits(item, hole))
         ok = have >= wanted
         score = 1.0 if ok else have / wanted if wanted else 0.0
         note = f"{have} {noun}, asked {wanted}" + ("" if ok else f" ({result['phrase']})")
@@ -155,6 +169,18 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
         return _verdict(result, max(extents), want, match)
     nearest = min(extents, key=lambda e: abs(e - want))
     return _verdict(result, nearest, want, match)  # one of FREE: `_assign_free` settles it
+
+
+def _fits(item: dict[str, Any], diameters: list[float]) -> bool:
+    """Whether a hole (the diameters of its bores) has the diameter the item asks."""
+    low = float(item["diameter_mm"])
+    high = float(item.get("diameter_max_mm", low))
+    return any(_above(d, low) and _above(high, d) for d in diameters)
+
+
+def _sized(item: dict[str, Any]) -> str:
+    low, high = float(item["diameter_mm"]), item.get("diameter_max_mm")
+    return f"Ø{low:g}" if high is None else f"Ø{low:g}–{float(high):g}"
 
 
 def _assign_free(asked: list[dict[str, Any]], results: list[dict], extents: list[float]) -> None:

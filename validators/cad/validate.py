@@ -320,6 +320,7 @@ def _check_geometry(
         solids=solids,
         faces=sum(int(p["faces"]) for p in parts),
         holes=sum(int(p["holes"]) for p in parts),
+        hole_diameters_mm=[d for p in parts for d in p.get("hole_diameters", [])],
         parts=[
             {
                 "name": p["name"],

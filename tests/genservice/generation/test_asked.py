@@ -145,3 +145,22 @@ def test_hand_written_requests_ask_nothing_their_expected_size_contradicts(name:
         check = request_check(sizes, {"bbox_mm": row["spec"]["bbox_mm"]})
         assert check is None or check.passed, (row["prompt"], check.detail["summary"])
     assert asking >= 0.75 * len(rows)
+
+
+def test_the_holes_size_is_asked_when_the_words_give_it() -> None:
+    def holes(text: str) -> dict:
+        return next(i for i in asked_items(text) if i["what"] == "holes")
+
+    assert holes("a plate 100 x 60 x 8 mm with four 5 mm holes")["diameter_mm"] == 5.0
+    assert holes("a bar with 4 holes dia 6")["diameter_mm"] == 6.0
+    assert holes("a block with 10 holes of 6.5mm diameter")["phrase"] == (
+        "10 holes of 6.5mm diameter"
+    )
+    assert holes("a plate with 3 Ø6.5 holes")["diameter_mm"] == 6.5
+    # An M-size is a bolt's: tapped to a coarse clearance.
+    bolt = holes("flange OD 80, six M5 bolt holes on a 60 PCD")
+    assert (bolt["diameter_mm"], bolt["diameter_max_mm"]) == (5.0, 6.25)
+    # A depth, a spacing or a bolt circle is no diameter.
+    assert "diameter_mm" not in holes("four 6 mm deep holes in a 40 mm block")
+    assert "diameter_mm" not in holes("a 40 mm plate with 4 holes 30 PCD")
+    assert "diameter_mm" not in holes("a 40 mm plate with four holes, 20 apart")
