@@ -13,8 +13,10 @@ extents, in any order). Counts the
 measurements can show: holes ("six M5 bolt holes", "a 4 x 4 grid of M8 holes": at least that
 many round holes; of the size their words give beyond doubt, "four 5 mm holes", "4 holes dia 6",
 an M-size from tapped to a coarse clearance), and in a scene the objects it is made of ("seven
-blocks": at least that many solids). Nothing else: teeth, notches, sizes of other features, "a
-60 mm flange" (which size?).
+blocks": at least that many solids); ways right through the part ("four through holes"); a bore
+or a way through for a thing bored by what it is (a washer, a pipe, a sleeve, a nut, a ring: a
+split collar's bore counts, and a pipe bend's passage). Nothing else:
+teeth, notches, sizes of other features, "a 60 mm flange" (which size?).
 
 **Whose size it is** is wording.py's reading: a number is the whole's only when its words give
 it no other owner (a leg, a groove, each of several, a feature before it in a list). A scene's
@@ -50,7 +52,12 @@ from genservice.generation.stated import UNITS, grid_counts
 from genservice.generation.wording import WHOLE, Reading, counted, sized_after, word_at
 
 SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
-COUNTS = ("holes", "objects")
+COUNTS = ("holes", "objects", "through_holes", "bored")
+# Things that are bored by what they are: a washer or a pipe without a bore or a way through it
+# is no washer or pipe ("test tube" aside).
+_BORED = {"washer", "pipe", "sleeve", "bushing", "collar", "grommet", "nut", "ring", "tube"}
+_BORED |= {"eyelet", "ferrule", "bush", "elbow"}
+_BORED_STEMS = {w[:4] for w in _BORED}
 MATCHES = ("about", "at_least")
 # Things whose thickness is their thinnest extent, and things whose size triple is their box.
 _FLAT = {"plate", "washer", "shim", "flange", "disc", "disk", "gasket", "gear", "nut", "blank"}
@@ -130,6 +137,11 @@ def _counts(reading: Reading, text: str, domain: str) -> list[dict[str, Any]]:
     """The counts the words ask: the most holes any phrase or grid asks, the most objects."""
     holes: list[tuple[int, str, dict[str, float]]] = []
     objects: list[tuple[int, str, dict[str, float]]] = []
+    through: list[tuple[int, str, dict[str, float]]] = []
+    bored: list[tuple[int, str, dict[str, float]]] = []
+    stems = sorted(reading.thing & _BORED_STEMS)
+    if stems and domain == "cad" and "test" not in reading.named:
+        bored.append((1, next(w for w in reading.words if w[:4] == stems[0]), {}))
     for number in reading.numbers.values():
         if number.form not in ("count", "things") or not number.value.is_integer():
             continue
@@ -147,6 +159,8 @@ def _counts(reading: Reading, text: str, domain: str) -> list[dict[str, Any]]:
         if noun[:4] == "hole" and not between & _NOT_ROUND:
             size, stop = _hole_size(reading, number.at, end)
             holes.append((count, reading.phrase(number.at, stop), size))
+            if between & {"through", "thru"}:  # "four through holes": each goes right through
+                through.append((count, phrase, {}))
         elif domain == "scene" and noun in _OBJECTS:
             objects.append((count, phrase, {}))
     grid = grid_counts(text)
@@ -154,7 +168,8 @@ def _counts(reading: Reading, text: str, domain: str) -> list[dict[str, Any]]:
     if grid is not None and found:  # "a 4 x 4 grid of M8 holes"
         holes.append((int(grid[0] * grid[1]), found.group(0), {}))
     items = []
-    for what, found_counts in (("holes", holes), ("objects", objects)):
+    asks = (("holes", holes), ("objects", objects), ("through_holes", through), ("bored", bored))
+    for what, found_counts in asks:
         if found_counts:
             count, phrase, size = max(found_counts, key=lambda c: (c[0], len(c[2])))
             item = {"what": what, "count": count, "match": "at_least", "phrase": phrase}

@@ -95,3 +95,43 @@ def test_holes_of_the_wrong_size_do_not_meet_a_request_for_their_size(
     assert not wrong.passed
     assert wrong.detail["summary"].startswith("0 holes of Ø8, asked 4")
     assert validate_cad(PLATE + body + "\n", pool, request=bolt).checks["request"].passed
+
+
+@pytest.mark.parametrize(
+    ("name", "through"),
+    [
+        ("four separate holes", 4),
+        ("a counterbored hole", 1),
+        ("a pocket with rounded corners", 0),
+        ("a tube", 1),
+    ],
+)
+def test_through_holes_are_the_ways_right_through(
+    pool: SandboxPool, name: str, through: int
+) -> None:
+    body, _ = CASES[name]
+    assert validate_cad(PLATE + body + "\n", pool).metrics["through_holes"] == through
+
+
+def test_a_washer_must_have_a_bore(pool: SandboxPool) -> None:
+    from genservice.generation.asked import asked_items
+
+    request = asked_items("a washer 24 mm across, 2 thick")
+    assert (request[-1]["what"], request[-1]["count"]) == ("bored", 1)
+    head = "import cadquery as cq\nresult = cq.Workplane()"
+    disc = head + ".circle(12).extrude(2)\n"
+    ring = head + ".circle(12).circle(6).extrude(2)\n"
+    split = head + ".circle(12).circle(6).extrude(2).cut(cq.Workplane().center(9, 0).rect(8, 2)"
+    split += ".extrude(2))\n"
+    assert validate_cad(ring, pool, request=request).checks["request"].passed
+    assert validate_cad(split, pool, request=request).checks["request"].passed  # a split ring
+    check = validate_cad(disc, pool, request=request).checks["request"]
+    assert not check.passed
+    assert "0 bores or ways through, asked 1" in check.detail["summary"]
+    # "four through holes" asks four ways right through: blind holes are not.
+    through = [{"what": "through_holes", "count": 4, "match": "at_least"}]
+    body, _ = CASES["four separate holes"]
+    assert validate_cad(PLATE + body + "\n", pool, request=through).checks["request"].passed
+    blind = PLATE + "result = plate.faces('>Z').workplane().rect(80, 40, forConstruction=True)"
+    blind += ".vertices().hole(5, 4)\n"
+    assert not validate_cad(blind, pool, request=through).checks["request"].passed

@@ -243,7 +243,10 @@ def pattern_holes(
     line = f'result = result.faces(">Z").workplane(){place}{hole_call(kind)}'
 
     def phrase(rng: random.Random) -> str:
-        return f"{holes(rng, n, d)}{hole_rest(rng, kind, extra)} {where}"
+        said = holes(rng, n, d)
+        if kind != "through":  # blind, counterbored or countersunk: not "through holes, 4 deep"
+            said = said.replace(" through holes", " holes")
+        return f"{said}{hole_rest(rng, kind, extra)} {where}"
 
     draft.add(f"holes_{pattern}", params, [line], phrase)
     draft.features.append(f"hole_{kind}")

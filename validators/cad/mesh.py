@@ -49,7 +49,8 @@ def combine(meshes: list[trimesh.Trimesh | None]) -> trimesh.Trimesh | None:
 
 
 def watertight_facts(mesh: trimesh.Trimesh) -> dict[str, Any]:
-    """Closed (every edge shared by exactly two triangles), consistently wound, outward normals."""
+    """Closed (every edge shared by exactly two triangles), consistently wound, outward normals;
+    and for a closed mesh its through holes (the genus of its surfaces)."""
     closed = bool(mesh.is_watertight)
     wound = bool(mesh.is_winding_consistent)
     volume = float(mesh.volume) if closed and wound else float("nan")
@@ -59,7 +60,16 @@ def watertight_facts(mesh: trimesh.Trimesh) -> dict[str, Any]:
         "outward": bool(volume > 0) if closed and wound else False,
         "mesh_volume_mm3": volume,
         "triangles": len(mesh.faces),
+        "through_holes": through_holes(mesh) if closed else None,
     }
+
+
+def through_holes(mesh: trimesh.Trimesh) -> int:
+    """How many times one can pass right through a closed mesh: the genus of its surfaces, from
+    Euler's V - E + F = 2 (surfaces - genus). A washer has one, a plate with four through holes
+    four, a cup or a blind hole none; no program's numbers enter it, only its surface."""
+    surfaces = int(mesh.body_count)
+    return max(0, (2 * surfaces - int(mesh.euler_number)) // 2)
 
 
 def to_manifold(mesh: trimesh.Trimesh) -> manifold3d.Manifold:

@@ -9,6 +9,8 @@ they came from. An item is plain JSON:
   {"what": "box", "values_mm": [80.0, 71.0, 4.0], "match": "about", "phrase": "80 × 71 × 4 mm"}
   {"what": "holes", "count": 6, "match": "at_least", "phrase": "six M5 bolt holes",
    "diameter_mm": 5.0, "diameter_max_mm": 6.25}
+  {"what": "through_holes", "count": 4, "match": "at_least", "phrase": "four through holes"}
+  {"what": "bored", "count": 1, "match": "at_least", "phrase": "washer"}
 
 What each size means for the extents [x, y, z] of the bounding box (people do not say which
 axis is the length and which the width, so only a height is tied to an axis):
@@ -22,7 +24,10 @@ axis is the length and which the width, so only a height is tied to an axis):
   with `diameter_mm`, holes of that diameter (within the tolerance; a counterbored hole counts
   by either of its bores), or with `diameter_max_mm` too, of a diameter in that range (an M5
   bolt's hole may be tapped at 5 or drilled for clearance up to 6.25); objects: at least that
-  many solids.
+  many solids; through_holes: at least that many ways right through the part (the genus of its
+  surface: a plate's through holes, a washer's or a pipe's bore, not a cup's; mesh.py); bored:
+  at least that many holes or ways through (a split collar's bore is a hole, a pipe bend's a way
+  through).
 
 `about` is within TOLERANCE (relative, with an absolute floor); `at_least` is a lower bound
 (the extent is at least the size, less the tolerance), for sizes of a thing that may have more
@@ -45,7 +50,8 @@ from typing import Any
 from validators.report import Check, Report
 
 SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
-COUNTS = ("holes", "objects")
+COUNTS = ("holes", "objects", "through_holes", "bored")
+_MEASURED = {"holes": "holes", "objects": "solids", "through_holes": "through_holes"}
 MATCHES = ("about", "at_least")
 TOLERANCE = 0.05  # relative: a request's sizes are a person's words, not a drawing's
 FLOOR_MM = 0.2  # absolute floor of the tolerance, for small sizes
@@ -83,7 +89,8 @@ def check_request(items: Any) -> list[dict[str, Any]]:
 
 
 def request_check(asked: list[dict[str, Any]], metrics: Mapping[str, Any]) -> Check | None:
-    """The `request` check of a part's measured metrics (bbox_mm, holes, solids) against the
+    """The `request` check of a part's measured metrics (bbox_mm, holes, solids, through holes)
+    against the
     items its request asked; None when nothing was asked."""
     if not asked:
         return None
@@ -120,8 +127,13 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
     result: dict[str, Any] = {"what": what, "match": match, "phrase": item.get("phrase", "")}
     if what in COUNTS:
         wanted = int(item["count"])
-        noun = "holes" if what == "holes" else "solids"
-        have = int(metrics.get(noun) or 0)
+        if what == "bored":  # a bore, or a way right through that no cylinder makes (a bend)
+            noun = "bores or ways through"
+            have = max(int(metrics.get("holes") or 0), int(metrics.get("through_holes") or 0))
+        else:
+            noun = _MEASURED[what]
+            have = int(metrics.get(noun) or 0)
+            noun = noun.replace("_", " ")
         if what == "holes" and "diameter_mm" in item:
             sized = _sized(item)
             noun = f"holes of {sized}"

@@ -369,6 +369,9 @@ def _check_geometry(
     ]
     mesh_volume = sum(f["mesh_volume_mm3"] for f in facts if f is not None)
     metrics["mesh_volume_mm3"] = mesh_volume
+    passes = [f["through_holes"] for f in facts if f is not None]
+    if passes and all(n is not None for n in passes):
+        metrics["through_holes"] = sum(passes)
     checks["watertight"] = Check(
         1.0 - len(leaky) / len(parts),
         not leaky,

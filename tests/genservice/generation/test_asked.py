@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from genservice.generation.asked import asked_items, task_items
+from genservice.generation.asked import COUNTS, asked_items, task_items
 from genservice.generation.engine import GenerationRequest, Sampled, rank_programs
 from genservice.generation.rerank import rerank
 from training.corpus.build import build_corpus
@@ -59,6 +59,7 @@ def test_units_diameters_and_counts() -> None:
     assert asked("Plain washer OD 24 ID 12.5 thk 2.5") == [
         ("diameter", 24.0, "about"),
         ("thickness", 2.5, "about"),
+        ("bored", 1, "at_least"),  # a washer has a bore
     ]
     assert asked("Round knob Ø25 h18: ten notches, a 6 mm shaft hole 10 deep") == [
         ("diameter", 25.0, "about"),
@@ -141,7 +142,7 @@ def test_hand_written_requests_ask_nothing_their_expected_size_contradicts(name:
     for row in rows:
         items = asked_items(row["prompt"], row["domain"])
         asking += bool(items)
-        sizes = [i for i in items if i["what"] not in ("holes", "objects")]
+        sizes = [i for i in items if i["what"] not in COUNTS]
         check = request_check(sizes, {"bbox_mm": row["spec"]["bbox_mm"]})
         assert check is None or check.passed, (row["prompt"], check.detail["summary"])
     assert asking >= 0.75 * len(rows)
@@ -164,3 +165,19 @@ def test_the_holes_size_is_asked_when_the_words_give_it() -> None:
     assert "diameter_mm" not in holes("four 6 mm deep holes in a 40 mm block")
     assert "diameter_mm" not in holes("a 40 mm plate with 4 holes 30 PCD")
     assert "diameter_mm" not in holes("a 40 mm plate with four holes, 20 apart")
+
+
+def test_things_bored_by_what_they_are_and_through_holes_ask_a_way_through() -> None:
+    def through(text: str) -> list[tuple[str, int, str]]:
+        items = asked_items(text)
+        wanted = ("through_holes", "bored")
+        return [(i["what"], i["count"], i["phrase"]) for i in items if i["what"] in wanted]
+
+    assert through("a washer OD 24 ID 12, 2 thick") == [("bored", 1, "washer")]
+    assert through("a plain pipe 40 long, 20 OD") == [("bored", 1, "pipe")]
+    assert through("a plate 100 x 60 x 8 with four through holes") == [
+        ("through_holes", 4, "four through holes")
+    ]
+    assert through("a test tube 16 mm across, 100 long") == []
+    assert through("a 40 mm cube") == []
+    assert through("a cup 80 tall, 70 across") == []
