@@ -15,7 +15,8 @@ many round holes; of the size their words give beyond doubt, "four 5 mm holes", 
 an M-size from tapped to a coarse clearance), and in a scene the objects it is made of ("seven
 blocks": at least that many solids); ways right through the part ("four through holes"); a bore
 or a way through for a thing bored by what it is (a washer, a pipe, a sleeve, a nut, a ring: a
-split collar's bore counts, and a pipe bend's passage). Nothing else:
+split collar's bore counts, and a pipe bend's passage); and that a thing that holds something by
+what it is (a cup, a tray, a bin, a vase, an enclosure) is hollow. Nothing else:
 teeth, notches, sizes of other features, "a 60 mm flange" (which size?).
 
 **Whose size it is** is wording.py's reading: a number is the whole's only when its words give
@@ -52,12 +53,17 @@ from genservice.generation.stated import UNITS, grid_counts
 from genservice.generation.wording import WHOLE, Reading, counted, sized_after, word_at
 
 SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
+SHAPES = ("hollow",)
 COUNTS = ("holes", "objects", "through_holes", "bored")
 # Things that are bored by what they are: a washer or a pipe without a bore or a way through it
 # is no washer or pipe ("test tube" aside).
 _BORED = {"washer", "pipe", "sleeve", "bushing", "collar", "grommet", "nut", "ring", "tube"}
 _BORED |= {"eyelet", "ferrule", "bush", "elbow"}
 _BORED_STEMS = {w[:4] for w in _BORED}
+# Things that hold something by what they are: a cup or a tray that is a solid lump is not one.
+_HOLDERS = {"cup", "mug", "tray", "bin", "bowl", "pot", "vase", "container", "canister", "jar"}
+_HOLDERS |= {"bucket", "basin", "planter", "tub", "trough", "beaker", "enclosure"}
+_HOLDER_STEMS = {w[:4] for w in _HOLDERS}
 MATCHES = ("about", "at_least")
 # Things whose thickness is their thinnest extent, and things whose size triple is their box.
 _FLAT = {"plate", "washer", "shim", "flange", "disc", "disk", "gasket", "gear", "nut", "blank"}
@@ -85,6 +91,10 @@ def asked_items(text: str, domain: str = "cad", edit: bool = False) -> list[dict
     items = [] if domain == "scene" else _sizes(reading)
     if not edit:
         items += _counts(reading, text, domain)
+        holder = sorted(reading.thing & _HOLDER_STEMS)
+        if holder and domain == "cad":
+            noun = next(w for w in reading.words if w[:4] == holder[0])
+            items.append({"what": "hollow", "match": "about", "phrase": noun})
     return items
 
 

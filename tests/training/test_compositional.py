@@ -135,7 +135,8 @@ def test_requests_state_overall_sizes_that_the_request_check_judges_right() -> N
             named = {float(v) for v in sample.params.values() if isinstance(v, int | float)}
             holes = [[d] for d in sorted(named) if d > 0] * 100
             metrics = {"bbox_mm": sample.spec["bbox_mm"], "holes": 10_000, "solids": 1}
-            metrics["hole_diameters_mm"] = holes
+            metrics |= {"hole_diameters_mm": holes, "through_holes": 10_000}
+            metrics["fill"] = 0.0  # hollow or not is judged on the real part (the sandbox test)
             check = request_check(items, metrics)
             assert check is not None and check.passed, (sample.prompt, check and check.detail)
     assert stated / len(samples) >= 0.8

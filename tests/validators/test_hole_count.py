@@ -135,3 +135,16 @@ def test_a_washer_must_have_a_bore(pool: SandboxPool) -> None:
     blind = PLATE + "result = plate.faces('>Z').workplane().rect(80, 40, forConstruction=True)"
     blind += ".vertices().hole(5, 4)\n"
     assert not validate_cad(blind, pool, request=through).checks["request"].passed
+
+
+def test_a_cup_must_be_hollow(pool: SandboxPool) -> None:
+    from genservice.generation.asked import asked_items
+
+    request = asked_items("a cup 80 tall, 60 across")
+    assert request[-1] == {"what": "hollow", "match": "about", "phrase": "cup"}
+    head = "import cadquery as cq\nresult = cq.Workplane().circle(30).extrude(80)"
+    cup = validate_cad(head + ".faces('>Z').shell(-3)\n", pool, request=request)
+    assert cup.checks["request"].passed and cup.metrics["fill"] < 0.3
+    lump = validate_cad(head + "\n", pool, request=request)
+    assert not lump.checks["request"].passed
+    assert "not hollow (cup)" in lump.checks["request"].detail["summary"]

@@ -11,6 +11,7 @@ they came from. An item is plain JSON:
    "diameter_mm": 5.0, "diameter_max_mm": 6.25}
   {"what": "through_holes", "count": 4, "match": "at_least", "phrase": "four through holes"}
   {"what": "bored", "count": 1, "match": "at_least", "phrase": "washer"}
+  {"what": "hollow", "phrase": "cup"}
 
 What each size means for the extents [x, y, z] of the bounding box (people do not say which
 axis is the length and which the width, so only a height is tied to an axis):
@@ -27,7 +28,8 @@ axis is the length and which the width, so only a height is tied to an axis):
   many solids; through_holes: at least that many ways right through the part (the genus of its
   surface: a plate's through holes, a washer's or a pipe's bore, not a cup's; mesh.py); bored:
   at least that many holes or ways through (a split collar's bore is a hole, a pipe bend's a way
-  through).
+  through); hollow: the part fills at most HOLLOW_FILL of its convex hull (a cup, a tray, a bin
+  is no lump: `fill` in the metrics).
 
 `about` is within TOLERANCE (relative, with an absolute floor); `at_least` is a lower bound
 (the extent is at least the size, less the tolerance), for sizes of a thing that may have more
@@ -51,6 +53,10 @@ from validators.report import Check, Report
 
 SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
 COUNTS = ("holes", "objects", "through_holes", "bored")
+SHAPES = ("hollow",)
+# A hollow thing (a cup, a tray) fills at most this share of its convex hull; a lump of the same
+# outline fills all of it (a solid cylinder 1.0, a cup with 5 mm walls about 0.3).
+HOLLOW_FILL = 0.7
 _MEASURED = {"holes": "holes", "objects": "solids", "through_holes": "through_holes"}
 MATCHES = ("about", "at_least")
 TOLERANCE = 0.05  # relative: a request's sizes are a person's words, not a drawing's
@@ -64,8 +70,9 @@ def check_request(items: Any) -> list[dict[str, Any]]:
     if not isinstance(items, list):
         raise ValueError("request must be a list of items")
     for item in items:
-        if not isinstance(item, dict) or item.get("what") not in (*SIZES, *COUNTS):
-            raise ValueError(f"request item {item!r}: 'what' must be one of {SIZES + COUNTS}")
+        if not isinstance(item, dict) or item.get("what") not in (*SIZES, *COUNTS, *SHAPES):
+            kinds = SIZES + COUNTS + SHAPES
+            raise ValueError(f"request item {item!r}: 'what' must be one of {kinds}")
         if item.get("match", "about") not in MATCHES:
             raise ValueError(f"request item {item!r}: 'match' must be one of {MATCHES}")
         what = item["what"]
@@ -125,6 +132,15 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
     """One item's verdict (free sizes get their extent in `_assign_free`)."""
     what, match = item["what"], item.get("match", "about")
     result: dict[str, Any] = {"what": what, "match": match, "phrase": item.get("phrase", "")}
+    if what == "hollow":
+        fill = float(metrics.get("fill", 1.0))
+        ok = fill <= HOLLOW_FILL
+        note = f"fills {fill:.0%} of its outline"
+        note += "" if ok else f", not hollow ({result['phrase']})"
+        score = 1.0 if ok else max(0.0, (1 - fill) / (1 - HOLLOW_FILL))
+        measured = round(fill, 3)
+        return {**result, "asked": HOLLOW_FILL, "measured": measured, "ok": ok, "score": score,
+                "note": note}  # fmt: skip
     if what in COUNTS:
         wanted = int(item["count"])
         if what == "bored":  # a bore, or a way right through that no cylinder makes (a bend)

@@ -372,6 +372,10 @@ def _check_geometry(
     passes = [f["through_holes"] for f in facts if f is not None]
     if passes and all(n is not None for n in passes):
         metrics["through_holes"] = sum(passes)
+    whole = combine(meshes)
+    if whole is not None and math.isfinite(volume) and volume > 0:
+        hull = float(whole.convex_hull.volume)  # what a lump of the same outline would hold
+        metrics["fill"] = min(1.0, volume / hull) if hull > 0 else 1.0
     checks["watertight"] = Check(
         1.0 - len(leaky) / len(parts),
         not leaky,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from genservice.generation.asked import COUNTS, asked_items, task_items
+from genservice.generation.asked import COUNTS, SHAPES, asked_items, task_items
 from genservice.generation.engine import GenerationRequest, Sampled, rank_programs
 from genservice.generation.rerank import rerank
 from training.corpus.build import build_corpus
@@ -55,7 +55,7 @@ def test_ambiguous_words_and_sizes_of_features_ask_nothing() -> None:
 
 
 def test_units_diameters_and_counts() -> None:
-    assert asked("a 6 cm tall vase") == [("height", 60.0, "about")]
+    assert asked("a 6 cm tall vase") == [("height", 60.0, "about"), ("hollow", None, "about")]
     assert asked("Plain washer OD 24 ID 12.5 thk 2.5") == [
         ("diameter", 24.0, "about"),
         ("thickness", 2.5, "about"),
@@ -142,7 +142,7 @@ def test_hand_written_requests_ask_nothing_their_expected_size_contradicts(name:
     for row in rows:
         items = asked_items(row["prompt"], row["domain"])
         asking += bool(items)
-        sizes = [i for i in items if i["what"] not in COUNTS]
+        sizes = [i for i in items if i["what"] not in (*COUNTS, *SHAPES)]
         check = request_check(sizes, {"bbox_mm": row["spec"]["bbox_mm"]})
         assert check is None or check.passed, (row["prompt"], check.detail["summary"])
     assert asking >= 0.75 * len(rows)
@@ -181,3 +181,15 @@ def test_things_bored_by_what_they_are_and_through_holes_ask_a_way_through() -> 
     assert through("a test tube 16 mm across, 100 long") == []
     assert through("a 40 mm cube") == []
     assert through("a cup 80 tall, 70 across") == []
+
+
+def test_things_that_hold_something_ask_to_be_hollow() -> None:
+    def hollow(text: str) -> list[str]:
+        return [i["phrase"] for i in asked_items(text) if i["what"] == "hollow"]
+
+    assert hollow("a coffee mug 90 mm tall") == ["mug"]
+    assert hollow("a tray 140 x 90 x 20") == ["tray"]
+    assert hollow("a 40 mm cube") == hollow("a washer 24 across") == []
+    assert [
+        i for i in asked_items("a table with a cup on it", "scene") if i["what"] == "hollow"
+    ] == []
