@@ -24,6 +24,7 @@ _SPELLED = {
     "od": "outer diameter",
     "id": "inner diameter",
     "pcd": "bolt circle",
+    "clr": "bend radius",  # a pipe bend's centreline radius
     "thk": "thickness",
     "thick": "thickness",
     "t": "thickness",
@@ -59,7 +60,7 @@ _DEGREES = {"°", "deg", "degree", "degrees"}
 _KINDS = {"square", "sq", "round", "section", "tapered", "turned", "straight", "cylindrical"}
 _KINDS |= {"rectangular", "wooden", "metal", "steel", "identical", "equal", "matching", "plain"}
 _TOKEN = re.compile(
-    r"M\d+(?:\.\d+)?\b|\d+x\b|\d+(?:\.\d+)?|[a-zø]+|[,;:()/&×°]|\.(?!\d)", re.IGNORECASE
+    r"M\d+(?:\.\d+)?\b|\d+x\b|\d+(?:\.\d+)?|[a-zø]+|[,;:()/&×°—–]|\.(?!\d)", re.IGNORECASE
 )
 
 
@@ -291,7 +292,7 @@ def _clause(tokens: Sequence[str], size: int) -> list[str]:
     six's too)."""
     words: list[str] = []
     for token in tokens:
-        if token in ",;.:()/&" or len(words) == size:  # "×" is passed over, as "x" is
+        if token in ",;.:()/&—–" or len(words) == size:  # "×" is passed over, as "x" is
             break
         if token.isalpha():
             words.append(token)

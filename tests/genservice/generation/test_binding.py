@@ -212,3 +212,13 @@ def test_a_size_of_the_whole_is_no_feature_size() -> None:
     table = "import cadquery as cq\nheight = 70.0\nleg = 5.0\nresult = cq.Assembly()\n"
     bound = bind_stated_numbers(table, "a table, overall height 90 mm, 5 mm legs")
     assert values(bound) == {"height": 90.0, "leg": 5.0}
+
+
+def test_a_pipe_bends_centreline_radius_and_a_dash_ends_a_phrase() -> None:
+    elbow = (
+        "import cadquery as cq\nouter_d = 16.0\ninner_d = 10.0\nbend_r = 12.0\n"
+        "result = cq.Workplane()\n"
+    )
+    bound = bind_stated_numbers(elbow, "I need a pipe elbow — Ø50 outside and Ø47 inside — CLR 50.")
+    # "Ø47 inside — CLR 50": the dash ends 47's words, so CLR names only 50.
+    assert values(bound) == {"outer_d": 50.0, "inner_d": 47.0, "bend_r": 50.0}
