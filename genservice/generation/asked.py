@@ -35,13 +35,14 @@ thick") is judged only on absolute sizes of the whole, `at_least` (the previous 
 features are unknown to its words), never on counts ("add 2 holes") or heights (a program's
 "height" may lean, as a phone stand's back does).
 
-**Format** (plain JSON, a list; validators/cad/reading.py checks it):
+**Format** (plain JSON, a list; validators/cad/request.py checks it):
   {"what": "height", "value_mm": 40.0, "match": "about", "phrase": "40 mm tall"}
   {"what": "box", "values_mm": [80.0, 71.0, 4.0], "match": "about", "phrase": "80 × 71 × 4 mm"}
   {"what": "holes", "count": 6, "match": "at_least", "phrase": "six M5 bolt holes",
    "diameter_mm": 5.0, "diameter_max_mm": 6.25}
-`what` is one of SIZES (value_mm, or values_mm for a box) or COUNTS (count); `match` is
-"about" or "at_least"; `phrase` is the request's words it came from.
+`what` is one of validators.cad.request's SIZES (value_mm, or values_mm for a box), COUNTS
+(count) or SHAPES; `match` is "about" or "at_least"; `phrase` is the request's words it came
+from.
 """
 
 from __future__ import annotations
@@ -52,9 +53,6 @@ from typing import Any
 from genservice.generation.stated import UNITS, grid_counts
 from genservice.generation.wording import WHOLE, Reading, counted, sized_after, word_at
 
-SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
-SHAPES = ("hollow",)
-COUNTS = ("holes", "objects", "through_holes", "bored")
 # Things that are bored by what they are: a washer or a pipe without a bore or a way through it
 # is no washer or pipe ("test tube" aside).
 _BORED = {"washer", "pipe", "sleeve", "bushing", "collar", "grommet", "nut", "ring", "tube"}
@@ -64,7 +62,6 @@ _BORED_STEMS = {w[:4] for w in _BORED}
 _HOLDERS = {"cup", "mug", "tray", "bin", "bowl", "pot", "vase", "container", "canister", "jar"}
 _HOLDERS |= {"bucket", "basin", "planter", "tub", "trough", "beaker", "enclosure"}
 _HOLDER_STEMS = {w[:4] for w in _HOLDERS}
-MATCHES = ("about", "at_least")
 # Things whose thickness is their thinnest extent, and things whose size triple is their box.
 _FLAT = {"plate", "washer", "shim", "flange", "disc", "disk", "gasket", "gear", "nut", "blank"}
 _FLAT |= {"sheet", "panel", "tile", "coaster", "wheel", "pulley", "sheave", "spacer", "sleeve"}
@@ -91,11 +88,16 @@ def asked_items(text: str, domain: str = "cad", edit: bool = False) -> list[dict
     items = [] if domain == "scene" else _sizes(reading)
     if not edit:
         items += _counts(reading, text, domain)
-        holder = sorted(reading.thing & _HOLDER_STEMS)
+        holder = _thing_named(reading, _HOLDER_STEMS)
         if holder and domain == "cad":
-            noun = next(w for w in reading.words if w[:4] == holder[0])
-            items.append({"what": "hollow", "match": "about", "phrase": noun})
+            items.append({"what": "hollow", "match": "about", "phrase": holder})
     return items
+
+
+def _thing_named(reading: Reading, kinds: set[str]) -> str:
+    """The request's word for its thing when the thing is one of these kinds (stems), else ""."""
+    stems = sorted(reading.thing & kinds)
+    return next((w for w in reading.words if stems and w[:4] == stems[0]), "")
 
 
 def task_items(task: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -149,9 +151,9 @@ def _counts(reading: Reading, text: str, domain: str) -> list[dict[str, Any]]:
     objects: list[tuple[int, str, dict[str, float]]] = []
     through: list[tuple[int, str, dict[str, float]]] = []
     bored: list[tuple[int, str, dict[str, float]]] = []
-    stems = sorted(reading.thing & _BORED_STEMS)
-    if stems and domain == "cad" and "test" not in reading.named:
-        bored.append((1, next(w for w in reading.words if w[:4] == stems[0]), {}))
+    thing = _thing_named(reading, _BORED_STEMS)
+    if thing and domain == "cad" and "test" not in reading.named:
+        bored.append((1, thing, {}))
     for number in reading.numbers.values():
         if number.form not in ("count", "things") or not number.value.is_integer():
             continue

@@ -96,9 +96,9 @@ def check_request(items: Any) -> list[dict[str, Any]]:
 
 
 def request_check(asked: list[dict[str, Any]], metrics: Mapping[str, Any]) -> Check | None:
-    """The `request` check of a part's measured metrics (bbox_mm, holes, solids, through holes)
-    against the
-    items its request asked; None when nothing was asked."""
+    """The `request` check of a part's measured metrics (bbox_mm, holes and their diameters,
+    solids, through holes, fill) against the items its request asked; None when nothing was
+    asked."""
     if not asked:
         return None
     extents = [float(v) for v in metrics["bbox_mm"]]
@@ -146,14 +146,12 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
         if what == "bored":  # a bore, or a way right through that no cylinder makes (a bend)
             noun = "bores or ways through"
             have = max(int(metrics.get("holes") or 0), int(metrics.get("through_holes") or 0))
-        else:
-            noun = _MEASURED[what]
-            have = int(metrics.get(noun) or 0)
-            noun = noun.replace("_", " ")
-        if what == "holes" and "diameter_mm" in item:
-            sized = _sized(item)
-            noun = f"holes of {sized}"
+        elif what == "holes" and "diameter_mm" in item:
+            noun = f"holes of {_sized(item)}"
             have = sum(1 for hole in metrics.get("hole_diameters_mm") or [] if _fits(item, hole))
+        else:
+            have = int(metrics.get(_MEASURED[what]) or 0)
+            noun = _MEASURED[what].replace("_", " ")
         ok = have >= wanted
         score = 1.0 if ok else have / wanted if wanted else 0.0
         note = f"{have} {noun}, asked {wanted}" + ("" if ok else f" ({result['phrase']})")

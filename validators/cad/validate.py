@@ -372,7 +372,7 @@ def _check_geometry(
     passes = [f["through_holes"] for f in facts if f is not None]
     if passes and all(n is not None for n in passes):
         metrics["through_holes"] = sum(passes)
-    whole = combine(meshes)
+    whole = combine(meshes)  # every part's mesh as one: the fill, the plausibility, the IoU
     if whole is not None and math.isfinite(volume) and volume > 0:
         hull = float(whole.convex_hull.volume)  # what a lump of the same outline would hold
         metrics["fill"] = min(1.0, volume / hull) if hull > 0 else 1.0
@@ -398,7 +398,7 @@ def _check_geometry(
     geometry_ok = all(checks[name].passed for name in BASE_CHECKS)
     named = [(p["name"], m) for p, m in zip(parts, meshes, strict=True) if m is not None]
     if geometry_ok and named:
-        checks.update(_plausibility_checks(named, domain, options))
+        checks.update(_plausibility_checks(named, whole, domain, options))
 
     if spec:
         checks["spec"] = _spec_check(spec, metrics, options)
@@ -407,7 +407,7 @@ def _check_geometry(
         checks["request"] = asked
     if reference is not None:
         checks["similarity"] = _similarity_check(
-            combine([m for m in meshes if m is not None]),
+            whole,
             reference,
             geometry_ok,
             options,
@@ -426,16 +426,18 @@ def _check_geometry(
 
 
 def _plausibility_checks(
-    parts: list[tuple[str, trimesh.Trimesh]], domain: str, options: CadOptions
+    parts: list[tuple[str, trimesh.Trimesh]],
+    whole: trimesh.Trimesh | None,
+    domain: str,
+    options: CadOptions,
 ) -> dict[str, Check]:
-    """Printability of the whole shape and physics of its parts, as the options ask."""
+    """Printability of the whole shape (all parts' meshes as one) and physics of its parts, as
+    the options ask."""
     from validators import physics  # MuJoCo and coacd load only when used
 
     checks: dict[str, Check] = {}
-    if options.printability:
-        whole = combine([mesh for _, mesh in parts])
-        if whole is not None:
-            checks.update(physics.printability_checks(whole, options.print_options))
+    if options.printability and whole is not None:
+        checks.update(physics.printability_checks(whole, options.print_options))
     if options.physics:
         checks.update(
             physics.physics_checks(parts, scene=domain == "scene", options=options.physics_options)

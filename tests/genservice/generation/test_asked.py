@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from genservice.generation.asked import COUNTS, SHAPES, asked_items, task_items
+from genservice.generation.asked import asked_items, task_items
 from genservice.generation.engine import GenerationRequest, Sampled, rank_programs
 from genservice.generation.rerank import rerank
 from training.corpus.build import build_corpus
-from validators.cad.request import missed_only_the_request, request_check
+from validators.cad.request import COUNTS, SHAPES, missed_only_the_request, request_check
 from validators.cad.validate import CadOptions, validate_cad
 
 EVAL = Path(__file__).resolve().parents[3] / "eval"
