@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from validators.cad.program import find_parameters, parse
+from validators.code.guest import plan_tests
 from validators.code.hacks import scan
 
 PROGRAM = "import cadquery as cq\nwidth = 20.0\nresult = cq.Workplane().box(width, 10, 5)\n"
@@ -32,9 +33,13 @@ def test_parses_from_many_threads_never_overlap(monkeypatch: pytest.MonkeyPatch)
                 inside[0] -= 1
 
     monkeypatch.setattr(ast, "parse", watched)
-    jobs = [lambda: find_parameters(parse(PROGRAM)), lambda: scan("def f(x):\n    return x\n")]
+    jobs = [
+        lambda: find_parameters(parse(PROGRAM)),
+        lambda: scan("def f(x):\n    return x\n"),
+        lambda: plan_tests("def check(candidate):\n    assert candidate(1) == 1\n").names,
+    ]
     with ThreadPoolExecutor(8) as threads:
-        results = list(threads.map(lambda k: jobs[k % 2](), range(48)))
+        results = list(threads.map(lambda k: jobs[k % 3](), range(48)))
     assert most[0] == 1, "two parses ran at once"
     assert all(result is not None for result in results)
     assert set(results[0]) == {"width"}

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from validators.code.candidate import START_ALLOWANCE_S, Candidate, CandidateFailure, Remote
+from validators.python_source import parse
 
 TESTS_FILE = "<tests>"
 # The timer backs up the per-call deadlines, for tests that hang on their own; it leaves room for
@@ -61,7 +62,8 @@ def plan_tests(tests: str, style: str = "auto") -> Plan:
     """Find the tests: `check(candidate)` (each assertion a test), pytest-style `test*`, or
     MBPP-style `assert f(x) == y` lines at the top level (each a test)."""
     try:
-        tree = ast.parse(tests, filename=TESTS_FILE)
+        # The host plans the tests from its validation threads too, so the parse takes the lock.
+        tree = parse(tests, TESTS_FILE)
     except SyntaxError as exc:
         raise TestsError(f"the tests have a syntax error at line {exc.lineno}: {exc.msg}") from exc
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
