@@ -430,7 +430,7 @@ def stage_validate(ctx: StageContext) -> None:
         return
     if _repair_next(rt, job, best, scored, result):
         return
-    if picture is not None and best["valid"] and asked is not None and asked[1] is None:
+    if picture is not None and _fine(best) and asked is not None and asked[1] is None:
         scored = _fit_to_picture(ctx, picture, scored, asked, items, result)
         best = scored[0]
     if not best["valid"] and not not_as_asked(best["report"]):
@@ -479,7 +479,7 @@ def _fit_to_picture(
     r = job.request
     rounds = int(r.get("fit") or 0)
     best = scored[0]
-    if not wants_fit(rounds, job.domain, True, best["valid"]):
+    if not wants_fit(rounds, job.domain, True, _fine(best)):
         return scored
     fit = fit_candidate(
         job.domain, rt.pool(job.domain), picture, best["program"],
@@ -521,7 +521,8 @@ def _repair_next(
 
     repairs = result.get("repairs") or []
     rounds = int(job.request.get("repair") or 0) if job.kind == "generation" else 0
-    if not wants_repair(rounds, job.domain, best["valid"], len(repairs)):
+    # A sound part that misses only the picture is the fit's to improve, not repair's.
+    if not wants_repair(rounds, job.domain, _fine(best), len(repairs)):
         return False
     error = error_of(Report.from_dict(best["report"]))
     repairs.append({"round": len(repairs) + 1, "repaired": best["index"], "error": error})
@@ -536,6 +537,14 @@ def _repair_next(
     )
     rt.send(job.id, following)
     return True
+
+
+def _fine(candidate: dict[str, Any]) -> bool:
+    """Whether a candidate (JSON) passes every check, the picture's perhaps excepted."""
+    from genservice.generation.rerank import valid_but_the_picture
+    from validators.report import Report
+
+    return bool(candidate["valid"]) or valid_but_the_picture(Report.from_dict(candidate["report"]))
 
 
 def _ignore(_value: Any) -> None:

@@ -393,13 +393,13 @@ def _finish(
     args: argparse.Namespace, result: Any, files: list[dict[str, str]], export_error: str | None
 ) -> int:
     """Print the outcome; the exit status (1 also for a sound part that ignores the request)."""
-    from validators.cad.request import missed_only_the_request
+    from validators.cad.request import missed_only_the_request, what_is_off
 
     valid = sum(c.valid for c in result.candidates)
     message = None
     mismatch = missed_only_the_request(result.report)
     if mismatch:
-        asked = result.report.checks["request"].detail.get("summary", "")
+        asked = what_is_off(result.report)
         message = (
             f"no candidate among {len(result.candidates)} matches the request; the best (reward "
             f"{result.report.reward:.3f}) is sound geometry but not as asked: {asked}"

@@ -17,7 +17,7 @@ from genservice.generation.entry_point import EntryPoint, check_entry_point
 from genservice.generation.fit import MAX_FIT, Fit, fit_candidate
 from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
-from genservice.generation.rerank import rerank
+from genservice.generation.rerank import rerank, valid_but_the_picture
 from genservice.generation.sampler import SamplingSettings, sample
 from validators.code.validate import check_time
 from validators.report import Report
@@ -350,7 +350,9 @@ def generate(
     validated = time.perf_counter()
     repairs: list[RepairRound] = []
     tokens = sum(s.tokens for s in sampled)
-    while wants_repair(request.repair, request.domain, candidates[0].valid, len(repairs)):
+    # A sound part that only looks unlike the request's picture is the fit's to improve, not
+    # repair's: no words from the validator would tell the model what to change.
+    while wants_repair(request.repair, request.domain, _fine(candidates[0]), len(repairs)):
         round_ = len(repairs) + 1
         failed = candidates[0]
         notify("repairing", round_, request.repair)
@@ -382,7 +384,7 @@ def generate(
     repaired = time.perf_counter()
     fit = None
     new = request.previous_program is None
-    if wants_fit(request.fit, request.domain, bool(request.images) and new, candidates[0].valid):
+    if wants_fit(request.fit, request.domain, bool(request.images) and new, _fine(candidates[0])):
         notify("fitting", 0, request.fit)
         fit, candidates = fit_best(request, candidates, pool, limits, parameters, notify)
     fitted = time.perf_counter()
@@ -410,9 +412,14 @@ def generate(
     )
 
 
+def _fine(candidate: Candidate) -> bool:
+    """Whether a candidate passes every check, the picture's perhaps excepted."""
+    return valid_but_the_picture(candidate.report)
+
+
 def wants_fit(rounds: int, domain: str, pictured: bool, best_valid: bool) -> bool:
     """Whether the best is fitted to the picture: asked for, a new part from a picture (an
-    edit changes what its words ask and nothing else), valid."""
+    edit changes what its words ask and nothing else), valid but perhaps for the picture."""
     return rounds > 0 and pictured and best_valid and domain in REPAIR_DOMAINS
 
 

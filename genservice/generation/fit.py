@@ -10,8 +10,10 @@ change a parameter, look again. Fitting does that on the sandbox pool (analysis 
 - every trial runs in the sandbox and gets the same checks as any candidate, plus
   `image_match` against the request's picture (image_match.py: silhouettes and outlines, so
   the size in millimetres and the camera's distance do not matter, only the shape);
-- the best trial that stays valid and matches the picture better is kept; so is every improving
-  change at once, when together they do better still; the steps narrow round by round.
+- the best trial that stays valid (but perhaps for the picture) and matches the picture better
+  is kept; so is every improving change at once, when together they do better still; the steps
+  narrow round by round. A part that ends up matching well enough passes `image_match` and is
+  VALID; one that does not stays NOT AS ASKED, with its closest shape.
 
 Numbers the request's words state are never changed ("make this, 80 mm across" keeps its 80),
 and a trial that breaks the `request` check or any other is never kept, so a fitted part is
@@ -27,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from genservice.generation.rerank import match_score, rerank
+from genservice.generation.rerank import match_score, rerank, valid_but_the_picture
 from genservice.generation.stated import asked_numbers
 from validators.cad.program import ProgramError, apply_parameters, find_parameters, parse
 
@@ -41,8 +43,9 @@ DEADLINE_S = 60.0  # the whole fit stops starting rounds after this long
 
 @dataclass(frozen=True)
 class Trial:
-    """A program as the fit sees it: whether every check passes, how well it matches the
-    picture, and the caller's own record of its validation (a Scored, a CandidateScore)."""
+    """A program as the fit sees it: whether every check passes (the picture's excepted: that
+    is what the fit improves), how well it matches the picture, and the caller's own record of
+    its validation (a Scored, a CandidateScore)."""
 
     program: str
     valid: bool
@@ -198,7 +201,10 @@ def picture_validator(
         if not programs:
             return []
         ranked = rerank(programs, domain, pool, picture=picture, **checks)
-        return [Trial(s.program, s.valid, match_score(s.report), s) for s in ranked]
+        return [
+            Trial(s.program, valid_but_the_picture(s.report), match_score(s.report), s)
+            for s in ranked
+        ]
 
     return validate
 
@@ -218,7 +224,7 @@ def fit_candidate(
     """Fit a validated candidate (its program and Report) to the request's picture on the pool,
     judged by `rerank` with the request's checks; the fitted Trial's record is its Scored."""
     return fit_to_picture(
-        Trial(program, report.valid, match_score(report)),
+        Trial(program, valid_but_the_picture(report), match_score(report)),
         request_text,
         picture_validator(domain, pool, picture, **checks),
         rounds=rounds,

@@ -76,9 +76,10 @@ def rerank(
     the request its session stands on, see tasks.standing_request).
     `preview_size`: also draw each CAD or scene candidate that built geometry, one iso view of
     that many pixels (`Scored.preview`), from the same tessellation the checks measured.
-    `picture`: the request's picture (PIL); each CAD or scene candidate gains the advisory
-    `image_match` check (image_match.py), and among valid candidates the closer match ranks
-    first: for a request from a picture, looking like it is the point.
+    `picture`: the request's picture (PIL); each CAD or scene candidate gains the
+    `image_match` check (image_match.py; a sound part unlike the picture is NOT AS ASKED, see
+    `with_image_match`), and among candidates alike in validity the closer match ranks first:
+    for a request from a picture, looking like it is the point.
     """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
@@ -151,6 +152,7 @@ def rerank(
         scored,
         key=lambda s: (
             not s.valid,
+            not valid_but_the_picture(s.report),
             -match_score(s.report),
             -s.reward,
             *agree.get(s.program, (0, 0, 0)),
@@ -166,23 +168,40 @@ def match_score(report: Report) -> float:
 
 
 def with_image_match(report: Report, target: Any, payload: dict[str, Any]) -> Report:
-    """The Report with the advisory `image_match` check added (validity and reward unchanged)."""
+    """The Report with the `image_match` check added. A part that passes every other check but
+    does not look like the request's picture is not what was asked: it is NOT AS ASKED (invalid,
+    `metrics.valid_but_for_the_picture`), never VALID. The reward is unchanged."""
     import dataclasses
     from types import MappingProxyType
 
     from exporters.parts import PartsError, parts_from_payload
     from exporters.render import RenderError
     from genservice.generation.image_match import PASS, image_match
-    from validators.report import Check
+    from validators.cad.request import picture_note
+    from validators.report import Check, ErrorInfo
 
     try:
         score, detail = image_match(target, parts_from_payload(payload))
     except (PartsError, RenderError) as exc:
         score, detail = 0.0, {"reason": str(exc), "pass": PASS}
     check = Check(score, score >= PASS, detail)
+    checks = MappingProxyType({**report.checks, "image_match": check})
+    if check.passed or not report.valid:
+        return dataclasses.replace(report, checks=checks)
+    message = f"failed checks: image_match; not as asked: {picture_note(check)}"
     return dataclasses.replace(
-        report, checks=MappingProxyType({**report.checks, "image_match": check})
+        report,
+        valid=False,
+        checks=checks,
+        error=ErrorInfo("check_failed", message),
+        metrics=MappingProxyType({**report.metrics, "valid_but_for_the_picture": True}),
     )
+
+
+def valid_but_the_picture(report: Report) -> bool:
+    """Whether a Report passes every check, `image_match` perhaps excepted: a part the fit may
+    bring closer to its picture, and one that needs no repair."""
+    return report.valid or bool(report.metrics.get("valid_but_for_the_picture"))
 
 
 def preview(payload: dict[str, Any], size: int) -> bytes | None:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from genservice.generation.image_match import PASS
 from training.evaluate import markdown_table, report, run_evaluation, write_outputs
 
 PLATE = """import cadquery as cq
@@ -166,7 +167,11 @@ def test_fitting_to_the_picture_is_measured_as_served(pool, tmp_path):
     assert before.iou is not None and after.iou > before.iou + 0.1
     assert (after.image_match or 0) > (before.image_match or 0)
     assert result.best_program_fit != NARROW and "width" in result.fit["changed"]
-    fitted = report([result])["modalities"]["image"]["after_fit"]
+    summary = report([result])["modalities"]["image"]
+    fitted = summary["after_fit"]
     assert fitted["tasks"] == 1 and fitted["improved"] == 1.0
+    # VALID as served: every check, and it looks like the picture (image_match passes).
+    assert (before.image_match or 0) < PASS <= (after.image_match or 0)
+    assert summary["best_of_1"]["as_pictured"] == 0.0 and fitted["best_of_1"]["as_pictured"] == 1.0
     text = write_outputs([result], tmp_path / "out", {"model": "m", "tasks": "t"})["markdown"]
     assert "| image, fitted to the picture | 1 |" in text.read_text()

@@ -39,7 +39,9 @@ sticking out of it. The check passes when every item does; its score is the mean
 
 Whether a failed `request` makes a Report invalid is validate.py's call (it gates, like `spec`:
 a served Report never says VALID for the wrong thing); `geometry_sound` in the metrics keeps the
-other half of the verdict, and `missed_only_the_request` tells the one from the other.
+other half of the verdict, and `missed_only_the_request` tells the one from the other. A request
+with a picture is judged by its picture too (the `image_match` check, added when serving it):
+a sound part that does not look like the picture is NOT AS ASKED in the same way.
 """
 
 from __future__ import annotations
@@ -62,7 +64,10 @@ MATCHES = ("about", "at_least")
 TOLERANCE = 0.05  # relative: a request's sizes are a person's words, not a drawing's
 FLOOR_MM = 0.2  # absolute floor of the tolerance, for small sizes
 FREE = ("length", "width", "depth", "across")  # one extent each, in any orientation
-JUDGED = ("spec", "request", "similarity")  # checks that judge against what was asked
+# Checks that judge against what was asked; `request` (the words) and `image_match` (the picture,
+# added when serving a request with one) are what the request itself asked.
+JUDGED = ("spec", "request", "similarity", "image_match")
+ASKED = ("request", "image_match")
 
 
 def check_request(items: Any) -> list[dict[str, Any]]:
@@ -116,16 +121,37 @@ def request_check(asked: list[dict[str, Any]], metrics: Mapping[str, Any]) -> Ch
 
 
 def missed_only_the_request(report: Report) -> bool:
-    """Whether a Report is invalid only because the part does not match its request: sound
-    geometry, a spec and reference (if any) met, the `request` check failed. Such a part is
-    still shown, with what is off; it is never called valid."""
-    request = report.checks.get("request")
-    if report.valid or request is None or request.passed:
+    """Whether a Report is invalid only because the part is not what its request asked: sound
+    geometry, a spec and reference (if any) met, and the `request` check (its words) or the
+    `image_match` check (its picture) failed. Such a part is still shown, with what is off; it
+    is never called valid."""
+    asked = [report.checks[name] for name in ASKED if name in report.checks]
+    if report.valid or all(c.passed for c in asked):
         return False
-    others = [report.checks[name] for name in JUDGED if name in report.checks]
-    return bool(report.metrics.get("geometry_sound")) and all(
-        c.passed for c in others if c is not request
-    )
+    others = [report.checks[n] for n in JUDGED if n in report.checks and n not in ASKED]
+    return bool(report.metrics.get("geometry_sound")) and all(c.passed for c in others)
+
+
+def what_is_off(report: Report) -> str:
+    """In words, what of the request a part misses ("height 4 mm, asked 40 mm"; "it does not
+    look like the picture ..."); empty when nothing is."""
+    missed = []
+    request, picture = report.checks.get("request"), report.checks.get("image_match")
+    if request is not None and not request.passed:
+        missed.append(str(request.detail.get("summary", "")))
+    if picture is not None and not picture.passed:
+        missed.append(picture_note(picture))
+    return "; ".join(m for m in missed if m)
+
+
+def picture_note(check: Check) -> str:
+    """The `image_match` check in words."""
+    limit = check.detail.get("pass")
+    reason = check.detail.get("reason")
+    if reason:
+        return f"it cannot be compared with the picture ({reason})"
+    passes = f", passes at {float(limit):.2f}" if isinstance(limit, int | float) else ""
+    return f"it does not look like the picture (match {check.score:.2f}{passes})"
 
 
 def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any]) -> dict:

@@ -152,15 +152,20 @@ def test_a_part_from_a_picture_is_fitted_to_it(monkeypatch, llava, pool):
 
     from exporters.export import script_parts
     from exporters.render import render
+    from validators.cad.request import missed_only_the_request
 
     parts, _ = script_parts(PLATE.format(width=30.0), pool, domain="cad")
     picture = Image.fromarray(render(parts, size=96))
     monkeypatch.setattr(engine, "sample", _scripted([PLATE.format(width=12.0)], {}))
     events: list[tuple] = []
-    request = GenerationRequest("make this", images=(picture,), n=1, fit=2)
+    request = GenerationRequest("make this", images=(picture,), n=1, fit=2, repair=1)
     result = generate(request, llava, pool, progress=lambda *e: events.append(e))
     assert result.fit is not None and result.fit["improved"], result.fit
+    # The sampled plate is sound but too narrow to be the pictured one: NOT AS ASKED, and the
+    # fit's to improve, not repair's (no validator's words would say what to change).
+    assert result.repairs == []
     fitted, sampled = result.candidates[0], result.candidates[1]
+    assert not sampled.valid and missed_only_the_request(sampled.report)
     assert fitted.fitted_from == sampled.index == 0 and fitted.index == 1
     assert result.valid and result.program == fitted.program != sampled.program
     assert result.report.checks["image_match"].score > sampled.report.checks["image_match"].score
@@ -168,6 +173,7 @@ def test_a_part_from_a_picture_is_fitted_to_it(monkeypatch, llava, pool):
     assert ("fitting", 0, 2) in events and result.timings["fit_s"] > 0
     off = generate(GenerationRequest("make this", images=(picture,), n=1), llava, pool)
     assert off.fit is None and len(off.candidates) == 1  # fit=0: as sampled
+    assert not off.valid and missed_only_the_request(off.report)
     edit = GenerationRequest(
         "make this", images=(picture,), n=1, fit=2, previous_program=PLATE.format(width=12.0),
         instruction="add a chamfer",

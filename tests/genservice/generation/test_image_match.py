@@ -10,7 +10,8 @@ from PIL import Image
 from exporters.parts import PartMesh
 from exporters.render import View, render
 from genservice.generation.image_match import PASS, Target, image_match
-from genservice.generation.rerank import match_score, rerank
+from genservice.generation.rerank import match_score, rerank, valid_but_the_picture
+from validators.cad.request import missed_only_the_request, what_is_off
 
 
 def _parts(mesh: trimesh.Trimesh) -> list[PartMesh]:
@@ -55,14 +56,33 @@ def test_a_blank_picture_matches_nothing_and_says_why() -> None:
 BOX = "import cadquery as cq\nresult = cq.Workplane('XY').box({x}, {y}, {z})\n"
 
 
-def test_rerank_adds_the_advisory_check_and_ranks_by_it(pool) -> None:
+def test_a_sound_part_unlike_the_picture_is_not_as_asked_and_ranks_below(pool) -> None:
     picture = Image.fromarray(render(POST, [View.orbit(30, 30, True)], 160))
     programs = [BOX.format(x=60, y=30, z=6), BOX.format(x=10, y=10, z=60), "result = ("]
     ranked = rerank(programs, "cad", pool, picture=picture)
     assert [s.index for s in ranked][:2] == [1, 0]  # the post looks like the picture
     best = ranked[0].report
     assert best.valid and best.checks["image_match"].passed
-    assert match_score(ranked[1].report) < match_score(best)
-    assert not ranked[1].report.checks["image_match"].passed and ranked[1].report.valid
-    assert "image_match" not in ranked[2].report.checks  # it built nothing to compare
-    assert "image_match" not in rerank(programs[:1], "cad", pool)[0].report.checks
+    plate = ranked[1].report
+    assert match_score(plate) < match_score(best)
+    # The plate is sound, but not what the picture asked: never VALID, and it says why.
+    assert not plate.checks["image_match"].passed and not plate.valid
+    assert missed_only_the_request(plate) and valid_but_the_picture(plate)
+    assert "does not look like the picture" in what_is_off(plate)
+    assert plate.error is not None and "image_match" in plate.error.message
+    unpictured = rerank(programs[:1], "cad", pool)[0].report
+    assert unpictured.valid and "image_match" not in unpictured.checks
+    assert plate.reward == unpictured.reward  # the reward is the checks' as ever
+    broken = ranked[2].report
+    assert "image_match" not in broken.checks and not valid_but_the_picture(broken)
+
+
+@pytest.mark.parametrize("azimuth, elevation", [(47.0, 23.0), (-118.0, 64.0), (161.0, 8.0)])
+def test_a_picture_from_any_angle_finds_its_viewpoint(azimuth: float, elevation: float) -> None:
+    """Between the coarse viewpoints (30 degrees apart) the finer search finds the angle, so the
+    right part scores high wherever the picture was taken from, and a wrong one stays low."""
+    picture = render(PLATE, [View.orbit(azimuth, elevation, False)], 160)
+    target = Target(Image.fromarray(picture))
+    score, detail = image_match(target, PLATE)
+    assert score >= 0.9, detail
+    assert image_match(target, DISC)[0] < PASS and image_match(target, POST)[0] < PASS

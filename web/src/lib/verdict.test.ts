@@ -41,6 +41,17 @@ describe("verdictOf", () => {
     expect(verdictOf(missedSpec).kind).toBe("invalid");
   });
 
+  it("calls a sound part that does not look like the request's picture NOT AS ASKED, and says so", () => {
+    const unlike = { score: 0.52, passed: false, detail: { view: "iso", pass: 0.75 } };
+    const v = verdictOf(report(false, { executes: ok, solid: ok, image_match: unlike }, { geometry_sound: true }));
+    expect(v.label).toBe("NOT AS ASKED");
+    expect(v.asked).toEqual({ passed: false, missed: ["it does not look like the picture (match 0.52, passes at 0.75)"] });
+    const both = verdictOf(report(false, { executes: ok, request: height, image_match: unlike }, { geometry_sound: true }));
+    expect(both.asked?.missed).toEqual(["height 4 mm, asked 40 mm", "it does not look like the picture (match 0.52, passes at 0.75)"]);
+    const alike = verdictOf(report(true, { executes: ok, image_match: { score: 0.9, passed: true, detail: { pass: 0.75 } } }, { geometry_sound: true }));
+    expect(alike).toEqual({ kind: "valid", label: "VALID", sound: true, asked: { passed: true, missed: [] } });
+  });
+
   it("says nothing about the request when nothing was asked, and reads old Reports", () => {
     const v = verdictOf(report(true, { executes: ok }));
     expect(v.asked).toBeNull();
