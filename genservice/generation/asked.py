@@ -8,7 +8,7 @@ leave no doubt about; validators/cad/reading.py checks the items against the mea
 **What is asked.** A size of the *whole* part, named by an axis word: tall/high/height (the
 part's z extent), long/length, wide/width, deep/depth, across/AF/hex/flat to flat (some extent),
 thick/thickness/thk/t (the thinnest extent, or z), diameter/dia/Ø/OD/d/"outside" (two
-extents), "N mm square", "an N mm cube", and a size triple or pair "80 × 71 × 4 mm" (the
+extents, round between them), "N mm square", "an N mm cube", and a size triple or pair "80 × 71 × 4 mm" (the
 extents, in any order). Counts the
 measurements can show: holes ("six M5 bolt holes", "a 4 x 4 grid of M8 holes": at least that
 many round holes; of the size their words give beyond doubt, "four 5 mm holes", "4 holes dia 6",

@@ -148,3 +148,32 @@ def test_a_cup_must_be_hollow(pool: SandboxPool) -> None:
     lump = validate_cad(head + "\n", pool, request=request)
     assert not lump.checks["request"].passed
     assert "not hollow (cup)" in lump.checks["request"].detail["summary"]
+
+
+def test_a_diameter_asks_a_round_part(pool: SandboxPool) -> None:
+    """ "70 mm in diameter" is a round outline of 70 mm, not a square post 70 mm wide; a bent
+    tube's diameter is one extent, its other two larger."""
+    from genservice.generation.asked import asked_items
+
+    request = asked_items("a pencil cup 70 mm in diameter and 100 mm tall")
+    assert {"what": "diameter", "value_mm": 70.0}.items() <= request[0].items()
+    head = "import cadquery as cq\nresult = cq.Workplane()"
+    shell = ".faces('>Z').shell(-3)\n"
+    cup = validate_cad(head + ".circle(35).extrude(100)" + shell, pool, request=request)
+    assert cup.checks["request"].passed, cup.checks["request"].detail
+    assert cup.metrics["outline_fill"][2] == pytest.approx(0.785, abs=0.02)
+    square = validate_cad(head + ".rect(70, 70).extrude(100)" + shell, pool, request=request)
+    check = square.checks["request"]
+    assert not check.passed and "not round: seen along z it fills 100%" in check.detail["summary"]
+    # A rod lying down is round seen along its own axis; an octagon is round enough.
+    rod = asked_items("a shelf pin 6 mm in diameter and 20 mm long")
+    lying = validate_cad(head + ".circle(3).extrude(20).rotate((0, 0, 0), (0, 1, 0), 90)\n",
+                         pool, request=rod)  # fmt: skip
+    assert lying.checks["request"].passed, lying.checks["request"].detail
+    octagon = validate_cad(head + ".polygon(8, 6).extrude(20)\n", pool, request=rod)
+    assert octagon.checks["request"].passed, octagon.checks["request"].detail
+    bend = [{"what": "diameter", "value_mm": 20.0, "match": "about", "phrase": "20 mm OD"}]
+    elbow = head + ".circle(10).circle(8).sweep(cq.Workplane('XZ').polyline([(0, 0), (0, 40)])"
+    elbow += ".radiusArc((40, 80), -40))\n"
+    bent = validate_cad(elbow, pool, request=bend)
+    assert bent.checks["request"].passed, (bent.metrics["bbox_mm"], bent.checks["request"].detail)

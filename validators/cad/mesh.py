@@ -72,6 +72,27 @@ def through_holes(mesh: trimesh.Trimesh) -> int:
     return max(0, (2 * surfaces - int(mesh.euler_number)) // 2)
 
 
+def outline_fill(mesh: trimesh.Trimesh) -> list[float]:
+    """For each axis (x, y, z), how much of the rectangle of the other two extents the part's
+    outline seen along that axis fills: its projected convex hull's area over the rectangle's.
+    A disc seen along its axis fills about 0.785 (pi / 4), a square or a rounded-corner box 1.0
+    or nearly; a flat extent gives 1.0."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    points = np.asarray(mesh.vertices, dtype=np.float64)
+    extents = np.ptp(points, axis=0) if len(points) else np.zeros(3)
+    fills = []
+    for axis in range(3):
+        others = [a for a in range(3) if a != axis]
+        rectangle = float(extents[others[0]] * extents[others[1]])
+        try:
+            area = float(ConvexHull(points[:, others]).volume) if rectangle > 1e-9 else rectangle
+        except (QhullError, ValueError):
+            area = rectangle
+        fills.append(round(min(1.0, area / rectangle), 4) if rectangle > 1e-9 else 1.0)
+    return fills
+
+
 def to_manifold(mesh: trimesh.Trimesh) -> manifold3d.Manifold:
     """A manifold3d solid (double precision) for exact booleans; ValueError if not closed."""
     solid = manifold3d.Manifold(

@@ -19,7 +19,9 @@ axis is the length and which the width, so only a height is tied to an axis):
 - height: z; length, width, depth, across: some extent, each its own (a "length 80, width 80"
   part needs two extents of 80);
 - thickness: the thinnest extent, or z;
-- diameter: two extents (a disc), or one with the other two larger (a bent tube);
+- diameter: two extents, and round seen along the third axis (a disc, a rod: its outline fills
+  at most ROUND_FILL of their square, `outline_fill` in the metrics; a square post of that width
+  is not round), or one extent with the other two larger (a bent tube);
 - box: the extents in any order (a pair: two of them);
 - holes: at least that many round holes (validators/cad/measurer.py says what a hole is);
   with `diameter_mm`, holes of that diameter (within the tolerance; a counterbored hole counts
@@ -59,6 +61,10 @@ SHAPES = ("hollow",)
 # A hollow thing (a cup, a tray) fills at most this share of its convex hull; a lump of the same
 # outline fills all of it (a solid cylinder 1.0, a cup with 5 mm walls about 0.3).
 HOLLOW_FILL = 0.7
+# A diameter's outline is round: seen along its axis the part fills at most this share of the
+# square of its two extents (a disc pi / 4 = 0.785, an octagon 0.83, a square or a rounded-corner
+# box nearly all of it; `outline_fill` in the metrics).
+ROUND_FILL = 0.83
 _MEASURED = {"holes": "holes", "objects": "solids", "through_holes": "through_holes"}
 MATCHES = ("about", "at_least")
 TOLERANCE = 0.05  # relative: a request's sizes are a person's words, not a drawing's
@@ -213,8 +219,29 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
         near = sorted(extents, key=lambda e: abs(e - want))
         if match == "at_least":
             return _verdict(result, sorted(extents)[1], want, match)  # the two largest
+        pairs = [
+            (a, b)
+            for a, b in itertools.combinations(range(3), 2)
+            if _near(extents[a], want) and _near(extents[b], want)
+        ]
+        if pairs:  # a disc: two extents of the diameter, and round seen along the third axis
+            fills = metrics.get("outline_fill")
+            if not fills:
+                return _verdict(result, near[0], want, match, ok=True)
+            fill = min(float(fills[3 - a - b]) for a, b in pairs)
+            if fill <= ROUND_FILL:
+                return _verdict(result, near[0], want, match, ok=True)
+            axis = "xyz"[3 - sum(pairs[0])]
+            note = (
+                f"not round: seen along {axis} it fills {fill:.0%} of its "
+                f"{_mm([extents[a] for a in pairs[0]])} square (a circle {math.pi / 4:.0%}), "
+                f"asked {result['phrase']}"
+            )
+            score = max(0.0, min(1.0, (1 - fill) / (1 - ROUND_FILL)))
+            return {**result, "measured": round(near[0], 3), "outline_fill": fill, "ok": False,
+                    "score": score, "note": note}  # fmt: skip
         bent = _near(near[0], want) and all(_above(e, want) for e in near[1:])
-        if bent or _near(near[1], want):
+        if bent:  # a bent tube: one extent of the diameter, the other two larger
             return _verdict(result, near[0], want, match, ok=True)
         return _verdict(result, near[0] if not _near(near[0], want) else near[1], want, match)
     if match == "at_least":

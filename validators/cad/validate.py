@@ -17,7 +17,7 @@ import numpy as np
 import trimesh
 
 from validators.cad import similarity
-from validators.cad.mesh import MeshError, combine, decode_mesh, watertight_facts
+from validators.cad.mesh import MeshError, combine, decode_mesh, outline_fill, watertight_facts
 from validators.cad.program import ProgramError, parameters_json, resolve_parameters
 from validators.report import Check, ErrorInfo, Report
 from validators.reward import composite_reward
@@ -376,6 +376,8 @@ def _check_geometry(
     if whole is not None and math.isfinite(volume) and volume > 0:
         hull = float(whole.convex_hull.volume)  # what a lump of the same outline would hold
         metrics["fill"] = min(1.0, volume / hull) if hull > 0 else 1.0
+    if whole is not None:
+        metrics["outline_fill"] = outline_fill(whole)  # is what was asked a diameter round?
     checks["watertight"] = Check(
         1.0 - len(leaky) / len(parts),
         not leaky,
