@@ -8,15 +8,16 @@ leave no doubt about; validators/cad/reading.py checks the items against the mea
 **What is asked.** A size of the *whole* part, named by an axis word: tall/high/height (the
 part's z extent), long/length, wide/width, deep/depth, across/AF/hex/flat to flat (some extent),
 thick/thickness/thk/t (the thinnest extent, or z), diameter/dia/Ø/OD/d/"outside" (two
-extents, round between them), "N mm square", "an N mm cube", and a size triple or pair "80 × 71 × 4 mm" (the
-extents, in any order). Counts the
-measurements can show: holes ("six M5 bolt holes", "a 4 x 4 grid of M8 holes": at least that
+extents, round between them), "N mm square", "an N mm cube", and a size triple or pair
+"80 × 71 × 4 mm" (the extents, in any order). Counts the measurements can show: holes ("six
+M5 bolt holes", "a 4 x 4 grid of M8 holes": at least that
 many round holes; of the size their words give beyond doubt, "four 5 mm holes", "4 holes dia 6",
 an M-size from tapped to a coarse clearance), and in a scene the objects it is made of ("seven
 blocks": at least that many solids); ways right through the part ("four through holes"); a bore
 or a way through for a thing bored by what it is (a washer, a pipe, a sleeve, a nut, a ring: a
 split collar's bore counts, and a pipe bend's passage); and that a thing that holds something by
-what it is (a cup, a tray, a bin, a vase, an enclosure) is hollow. Nothing else:
+what it is (a cup, a tray, a bin, a vase, an enclosure) is hollow; and that a thing called
+round, circular or cylindrical ("a round lid") is round seen along some axis. Nothing else:
 teeth, notches, sizes of other features, "a 60 mm flange" (which size?).
 
 **Whose size it is** is wording.py's reading: a number is the whole's only when its words give
@@ -69,6 +70,7 @@ _BOXY = {"plate", "box", "enclosure", "case", "housing", "block", "brick", "slab
 _BOXY |= {"cuboid", "tray", "board", "panel", "tile", "sheet", "bar", "bracket"}
 _OBJECTS = {"blocks", "slabs", "layers", "tiers", "levels", "shelves", "boxes", "cubes"}
 _OBJECTS |= {"objects", "items", "legs", "dividers", "cans", "books", "bricks", "posts"}
+_ROUND = {"round", "circular", "cylindrical"}  # a thing called so is round seen along an axis
 _SIZED_BY_DIGITS = {"holes", "legs"}  # "5 holes", "8 legs" may be their size in millimetres
 _NOT_ROUND = {"square", "hex", "hexagonal", "rectangular", "oblong", "slotted", "elongated"}
 _NOT_ROUND |= {"oval", "triangular", "keyhole"}
@@ -91,7 +93,28 @@ def asked_items(text: str, domain: str = "cad", edit: bool = False) -> list[dict
         holder = _thing_named(reading, _HOLDER_STEMS)
         if holder and domain == "cad":
             items.append({"what": "hollow", "match": "about", "phrase": holder})
+        shaped = _round_thing(reading)
+        if shaped and domain == "cad":
+            items.append({"what": "round", "match": "about", "phrase": shaped})
     return items
+
+
+def _round_thing(reading: Reading) -> str:
+    """ "round lid" when the request's thing is called round ("a round lid", "a circular
+    trivet", "a cylindrical container"), else "": the word must stand just before the thing's
+    own noun, so "a block with a round pocket" or "a rounded box" asks nothing, and the request
+    must name nothing that may stick out of it (a round plate with ears is not round)."""
+    words = reading.words
+    if not reading.simple():
+        return ""
+    at = next((i for i, w in enumerate(words) if reading.thing and w[:4] in reading.thing), None)
+    if at is None:
+        return ""
+    before = words[max(0, at - 3) : at]
+    if any(w in ("with", "and", ",", "of") for w in before):
+        return ""
+    said = next((w for w in before if w in _ROUND), "")
+    return f"{said} {words[at]}" if said else ""
 
 
 def _thing_named(reading: Reading, kinds: set[str]) -> str:

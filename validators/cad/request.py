@@ -12,6 +12,7 @@ they came from. An item is plain JSON:
   {"what": "through_holes", "count": 4, "match": "at_least", "phrase": "four through holes"}
   {"what": "bored", "count": 1, "match": "at_least", "phrase": "washer"}
   {"what": "hollow", "phrase": "cup"}
+  {"what": "round", "phrase": "round lid"}
 
 What each size means for the extents [x, y, z] of the bounding box (people do not say which
 axis is the length and which the width, so only a height is tied to an axis):
@@ -31,7 +32,9 @@ axis is the length and which the width, so only a height is tied to an axis):
   surface: a plate's through holes, a washer's or a pipe's bore, not a cup's; mesh.py); bored:
   at least that many holes or ways through (a split collar's bore is a hole, a pipe bend's a way
   through); hollow: the part fills at most HOLLOW_FILL of its convex hull (a cup, a tray, a bin
-  is no lump: `fill` in the metrics).
+  is no lump: `fill` in the metrics); round: seen along some axis the part is round, its other
+  two extents alike and its outline filling at most ROUND_FILL of their square (a round lid, a
+  round trivet: not a square one).
 
 `about` is within TOLERANCE (relative, with an absolute floor); `at_least` is a lower bound
 (the extent is at least the size, less the tolerance), for sizes of a thing that may have more
@@ -57,7 +60,7 @@ from validators.report import Check, Report
 
 SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
 COUNTS = ("holes", "objects", "through_holes", "bored")
-SHAPES = ("hollow",)
+SHAPES = ("hollow", "round")
 # A hollow thing (a cup, a tray) fills at most this share of its convex hull; a lump of the same
 # outline fills all of it (a solid cylinder 1.0, a cup with 5 mm walls about 0.3).
 HOLLOW_FILL = 0.7
@@ -173,6 +176,8 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
         measured = round(fill, 3)
         return {**result, "asked": HOLLOW_FILL, "measured": measured, "ok": ok, "score": score,
                 "note": note}  # fmt: skip
+    if what == "round":
+        return _round(result, extents, metrics.get("outline_fill"))
     if what in COUNTS:
         wanted = int(item["count"])
         if what == "bored":  # a bore, or a way right through that no cylinder makes (a bend)
@@ -248,6 +253,31 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
         return _verdict(result, max(extents), want, match)
     nearest = min(extents, key=lambda e: abs(e - want))
     return _verdict(result, nearest, want, match)  # one of FREE: `_assign_free` settles it
+
+
+def _round(result: dict[str, Any], extents: list[float], fills: Any) -> dict[str, Any]:
+    """A "round" item: an axis along which the part is round (two alike extents, an outline
+    that fills at most ROUND_FILL of their square); unjudged when the outline was not measured."""
+    if not fills:
+        return {**result, "ok": True, "score": 1.0, "note": "round: not measured"}
+    seen = [
+        (float(fills[axis]), axis)
+        for axis in range(3)
+        if _near(*sorted((extents[a] for a in range(3) if a != axis), reverse=True))
+    ]
+    fill, axis = min(seen, default=(min(float(f) for f in fills), -1))
+    ok = axis >= 0 and fill <= ROUND_FILL
+    where = f"seen along {'xyz'[axis]} it fills {fill:.0%} of its square" if axis >= 0 else (
+        "no two of its extents are alike"
+    )  # fmt: skip
+    note = (
+        f"round: {where}"
+        if ok
+        else f"not round: {where} (a circle {math.pi / 4:.0%}; {result['phrase']})"
+    )
+    score = 1.0 if ok else max(0.0, min(1.0, (1 - fill) / (1 - ROUND_FILL))) * (axis >= 0)
+    return {**result, "asked": ROUND_FILL, "measured": round(fill, 3), "ok": ok, "score": score,
+            "note": note}  # fmt: skip
 
 
 def _fits(item: dict[str, Any], diameters: list[float]) -> bool:

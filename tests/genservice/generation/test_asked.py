@@ -64,6 +64,7 @@ def test_units_diameters_and_counts() -> None:
     assert asked("Round knob Ø25 h18: ten notches, a 6 mm shaft hole 10 deep") == [
         ("diameter", 25.0, "about"),
         ("height", 18.0, "about"),
+        ("round", None, "about"),  # a knob called round is round, notches and all
     ]
     assert asked("Flat plate 80 × 71 × 4 mm, 4 x 4 grid M8 clearance holes") == [
         ("box", [80.0, 71.0, 4.0], "about"),
