@@ -17,7 +17,8 @@ blocks": at least that many solids); ways right through the part ("four through 
 or a way through for a thing bored by what it is (a washer, a pipe, a sleeve, a nut, a ring: a
 split collar's bore counts, and a pipe bend's passage); and that a thing that holds something by
 what it is (a cup, a tray, a bin, a vase, an enclosure) is hollow; and that a thing called
-round, circular or cylindrical ("a round lid") is round seen along some axis. Nothing else:
+round, circular or cylindrical ("a round lid") is round seen along some axis, and one called
+hex or hexagonal ("a hex nut", "a hex standoff") a hexagon. Nothing else:
 teeth, notches, sizes of other features, "a 60 mm flange" (which size?).
 
 **Whose size it is** is wording.py's reading: a number is the whole's only when its words give
@@ -70,7 +71,13 @@ _BOXY = {"plate", "box", "enclosure", "case", "housing", "block", "brick", "slab
 _BOXY |= {"cuboid", "tray", "board", "panel", "tile", "sheet", "bar", "bracket"}
 _OBJECTS = {"blocks", "slabs", "layers", "tiers", "levels", "shelves", "boxes", "cubes"}
 _OBJECTS |= {"objects", "items", "legs", "dividers", "cans", "books", "bricks", "posts"}
-_ROUND = {"round", "circular", "cylindrical"}  # a thing called so is round seen along an axis
+# Things called so are that shape seen along an axis: round, or a hexagon (a hex nut, a hex
+# standoff); a hex key or wrench is bent or open, and a hex socket's hexagon is inside it.
+_SHAPED = {
+    "round": {"round", "circular", "cylindrical"},
+    "hexagonal": {"hex", "hexagon", "hexagonal"},
+}
+_NOT_PRISMS = {"key", "keys", "wrench", "wrenches", "socket", "sockets", "driver", "bit", "bits"}
 _SIZED_BY_DIGITS = {"holes", "legs"}  # "5 holes", "8 legs" may be their size in millimetres
 _NOT_ROUND = {"square", "hex", "hexagonal", "rectangular", "oblong", "slotted", "elongated"}
 _NOT_ROUND |= {"oval", "triangular", "keyhole"}
@@ -93,27 +100,28 @@ def asked_items(text: str, domain: str = "cad", edit: bool = False) -> list[dict
         holder = _thing_named(reading, _HOLDER_STEMS)
         if holder and domain == "cad":
             items.append({"what": "hollow", "match": "about", "phrase": holder})
-        shaped = _round_thing(reading)
-        if shaped and domain == "cad":
-            items.append({"what": "round", "match": "about", "phrase": shaped})
+        for what, adjectives in _SHAPED.items():
+            shaped = _shaped_thing(reading, adjectives)
+            if shaped and domain == "cad":
+                items.append({"what": what, "match": "about", "phrase": shaped})
     return items
 
 
-def _round_thing(reading: Reading) -> str:
-    """ "round lid" when the request's thing is called round ("a round lid", "a circular
-    trivet", "a cylindrical container"), else "": the word must stand just before the thing's
-    own noun, so "a block with a round pocket" or "a rounded box" asks nothing, and the request
-    must name nothing that may stick out of it (a round plate with ears is not round)."""
+def _shaped_thing(reading: Reading, adjectives: set[str]) -> str:
+    """ "round lid" when the request's thing is called by one of these shape words ("a round
+    lid", "a circular trivet", "a hex nut"), else "": the word must stand just before the
+    thing's own noun, so "a block with a round pocket" or "a rounded box" asks nothing, and the
+    request must name nothing that may stick out of it (a round plate with ears is not round)."""
     words = reading.words
     if not reading.simple():
         return ""
     at = next((i for i, w in enumerate(words) if reading.thing and w[:4] in reading.thing), None)
-    if at is None:
+    if at is None or words[at] in _NOT_PRISMS:
         return ""
     before = words[max(0, at - 3) : at]
     if any(w in ("with", "and", ",", "of") for w in before):
         return ""
-    said = next((w for w in before if w in _ROUND), "")
+    said = next((w for w in before if w in adjectives), "")
     return f"{said} {words[at]}" if said else ""
 
 

@@ -177,3 +177,24 @@ def test_a_diameter_asks_a_round_part(pool: SandboxPool) -> None:
     elbow += ".radiusArc((40, 80), -40))\n"
     bent = validate_cad(elbow, pool, request=bend)
     assert bent.checks["request"].passed, (bent.metrics["bbox_mm"], bent.checks["request"].detail)
+
+
+def test_a_hex_nut_is_a_hexagon(pool: SandboxPool) -> None:
+    from genservice.generation.asked import asked_items
+
+    request = asked_items("a hex nut 13 mm across flats, 6.5 mm thick, 5 mm bore")
+    assert {"what": "hexagonal", "match": "about", "phrase": "hex nut"} in request
+    head = "import cadquery as cq\nresult = cq.Workplane()"
+    bore = ".faces('>Z').workplane().hole(5)\n"
+    hexagon = head + ".polygon(6, 13 / 0.8660254).extrude(6.5).edges('>Z or <Z').chamfer(0.5)"
+    nut = validate_cad(hexagon + bore, pool, request=request)
+    assert nut.checks["request"].passed, nut.checks["request"].detail
+    assert nut.metrics["outline_sides"][2] == 6
+    disc = validate_cad(head + ".circle(6.5).extrude(6.5)" + bore, pool, request=request)
+    check = disc.checks["request"]
+    assert not check.passed and "not hexagonal" in check.detail["summary"]
+    assert disc.metrics["outline_sides"][2] == 0
+    square = validate_cad(head + ".rect(13, 13).extrude(6.5)" + bore, pool, request=request)
+    assert square.metrics["outline_sides"][2] == 4 and not square.checks["request"].passed
+    # A hex key is bent: it asks no hexagon.
+    assert "hexagonal" not in [i["what"] for i in asked_items("a hex key 4 mm, 60 mm long")]

@@ -72,25 +72,62 @@ def through_holes(mesh: trimesh.Trimesh) -> int:
     return max(0, (2 * surfaces - int(mesh.euler_number)) // 2)
 
 
-def outline_fill(mesh: trimesh.Trimesh) -> list[float]:
-    """For each axis (x, y, z), how much of the rectangle of the other two extents the part's
-    outline seen along that axis fills: its projected convex hull's area over the rectangle's.
-    A disc seen along its axis fills about 0.785 (pi / 4), a square or a rounded-corner box 1.0
-    or nearly; a flat extent gives 1.0."""
+def outlines(mesh: trimesh.Trimesh) -> tuple[list[float], list[int]]:
+    """What the part's outline is seen along each axis (x, y, z), from its projected convex
+    hull: how much of the rectangle of the other two extents it fills (a disc about 0.785,
+    pi / 4; a square or a rounded-corner box 1.0 or nearly; a flat extent 1.0), and how many
+    straight sides it has (a hexagon 6, a square 4, a disc 0: a side is a straight run of the
+    hull at least SIDE_SHARE of its perimeter long)."""
     from scipy.spatial import ConvexHull, QhullError
 
     points = np.asarray(mesh.vertices, dtype=np.float64)
     extents = np.ptp(points, axis=0) if len(points) else np.zeros(3)
-    fills = []
+    fills, sides = [], []
     for axis in range(3):
         others = [a for a in range(3) if a != axis]
         rectangle = float(extents[others[0]] * extents[others[1]])
+        if rectangle <= 1e-9:
+            fills.append(1.0)
+            sides.append(0)
+            continue
         try:
-            area = float(ConvexHull(points[:, others]).volume) if rectangle > 1e-9 else rectangle
+            hull = ConvexHull(points[:, others])
         except (QhullError, ValueError):
-            area = rectangle
-        fills.append(round(min(1.0, area / rectangle), 4) if rectangle > 1e-9 else 1.0)
-    return fills
+            fills.append(1.0)
+            sides.append(0)
+            continue
+        fills.append(round(min(1.0, float(hull.volume) / rectangle), 4))
+        sides.append(_straight_sides(points[:, others][hull.vertices]))
+    return fills, sides
+
+
+SIDE_SHARE = 0.08  # a hexagon's side is a sixth of its perimeter, a disc's facets far less
+SIDE_TURN_DEG = 8.0  # edges of one side turn less than this from its first edge
+
+
+def _straight_sides(polygon: np.ndarray) -> int:
+    """The straight sides of a convex polygon (its vertices in order): runs of edges that turn
+    less than SIDE_TURN_DEG from the run's first edge, SIDE_SHARE of the perimeter or longer."""
+    edges = np.roll(polygon, -1, axis=0) - polygon
+    lengths = np.hypot(edges[:, 0], edges[:, 1])
+    keep = lengths > 1e-9
+    edges, lengths = edges[keep], lengths[keep]
+    if len(edges) < 3:
+        return 0
+    angles = np.degrees(np.arctan2(edges[:, 1], edges[:, 0]))
+    turns = np.abs((np.diff(angles, prepend=angles[-1]) + 180.0) % 360.0 - 180.0)
+    start = int(np.argmax(turns))  # a run begins at the sharpest corner
+    order = np.roll(np.arange(len(edges)), -start)
+    runs: list[float] = []
+    first = None
+    for index in order:
+        turn = abs((angles[index] - first + 180.0) % 360.0 - 180.0) if first is not None else 0.0
+        if first is None or turn >= SIDE_TURN_DEG:
+            runs.append(0.0)
+            first = angles[index]
+        runs[-1] += float(lengths[index])
+    perimeter = float(lengths.sum())
+    return sum(run >= SIDE_SHARE * perimeter for run in runs)
 
 
 def to_manifold(mesh: trimesh.Trimesh) -> manifold3d.Manifold:

@@ -13,6 +13,7 @@ they came from. An item is plain JSON:
   {"what": "bored", "count": 1, "match": "at_least", "phrase": "washer"}
   {"what": "hollow", "phrase": "cup"}
   {"what": "round", "phrase": "round lid"}
+  {"what": "hexagonal", "phrase": "hex nut"}
 
 What each size means for the extents [x, y, z] of the bounding box (people do not say which
 axis is the length and which the width, so only a height is tied to an axis):
@@ -34,7 +35,8 @@ axis is the length and which the width, so only a height is tied to an axis):
   through); hollow: the part fills at most HOLLOW_FILL of its convex hull (a cup, a tray, a bin
   is no lump: `fill` in the metrics); round: seen along some axis the part is round, its other
   two extents alike and its outline filling at most ROUND_FILL of their square (a round lid, a
-  round trivet: not a square one).
+  round trivet: not a square one); hexagonal: seen along some axis its outline has six straight
+  sides (`outline_sides` in the metrics: a hex nut, not a round one).
 
 `about` is within TOLERANCE (relative, with an absolute floor); `at_least` is a lower bound
 (the extent is at least the size, less the tolerance), for sizes of a thing that may have more
@@ -60,7 +62,7 @@ from validators.report import Check, Report
 
 SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
 COUNTS = ("holes", "objects", "through_holes", "bored")
-SHAPES = ("hollow", "round")
+SHAPES = ("hollow", "round", "hexagonal")
 # A hollow thing (a cup, a tray) fills at most this share of its convex hull; a lump of the same
 # outline fills all of it (a solid cylinder 1.0, a cup with 5 mm walls about 0.3).
 HOLLOW_FILL = 0.7
@@ -178,6 +180,8 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
                 "note": note}  # fmt: skip
     if what == "round":
         return _round(result, extents, metrics.get("outline_fill"))
+    if what == "hexagonal":
+        return _hexagonal(result, metrics.get("outline_sides"))
     if what in COUNTS:
         wanted = int(item["count"])
         if what == "bored":  # a bore, or a way right through that no cylinder makes (a bend)
@@ -277,6 +281,19 @@ def _round(result: dict[str, Any], extents: list[float], fills: Any) -> dict[str
     )
     score = 1.0 if ok else max(0.0, min(1.0, (1 - fill) / (1 - ROUND_FILL))) * (axis >= 0)
     return {**result, "asked": ROUND_FILL, "measured": round(fill, 3), "ok": ok, "score": score,
+            "note": note}  # fmt: skip
+
+
+def _hexagonal(result: dict[str, Any], sides: Any) -> dict[str, Any]:
+    """A "hexagonal" item: an axis along which the outline has six straight sides; unjudged
+    when the outline was not measured."""
+    if not sides:
+        return {**result, "ok": True, "score": 1.0, "note": "hexagonal: not measured"}
+    ok = 6 in sides
+    counted = ", ".join(str(int(n)) for n in sides)
+    note = "hexagonal" if ok else f"not hexagonal: its outlines have {counted} straight sides"
+    note += "" if ok else f" ({result['phrase']})"
+    return {**result, "asked": 6, "measured": list(sides), "ok": ok, "score": float(ok),
             "note": note}  # fmt: skip
 
 

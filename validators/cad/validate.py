@@ -17,7 +17,7 @@ import numpy as np
 import trimesh
 
 from validators.cad import similarity
-from validators.cad.mesh import MeshError, combine, decode_mesh, outline_fill, watertight_facts
+from validators.cad.mesh import MeshError, combine, decode_mesh, outlines, watertight_facts
 from validators.cad.program import ProgramError, parameters_json, resolve_parameters
 from validators.report import Check, ErrorInfo, Report
 from validators.reward import composite_reward
@@ -377,7 +377,8 @@ def _check_geometry(
         hull = float(whole.convex_hull.volume)  # what a lump of the same outline would hold
         metrics["fill"] = min(1.0, volume / hull) if hull > 0 else 1.0
     if whole is not None:
-        metrics["outline_fill"] = outline_fill(whole)  # is what was asked a diameter round?
+        # Is a diameter round, a "hex nut" a hexagon? The outline seen along each axis says.
+        metrics["outline_fill"], metrics["outline_sides"] = outlines(whole)
     checks["watertight"] = Check(
         1.0 - len(leaky) / len(parts),
         not leaky,

@@ -74,6 +74,7 @@ def test_units_diameters_and_counts() -> None:
     assert asked("A hex spacer, length 12, a 4.5 mm bore and 8 across flats") == [
         ("length", 12.0, "about"),
         ("across", 8.0, "about"),
+        ("hexagonal", None, "about"),  # a hex spacer is a hexagon seen along its axis
     ]
 
 
