@@ -544,7 +544,7 @@ def _fine(candidate: dict[str, Any]) -> bool:
     from genservice.generation.rerank import valid_but_the_picture
     from validators.report import Report
 
-    return bool(candidate["valid"]) or valid_but_the_picture(Report.from_dict(candidate["report"]))
+    return valid_but_the_picture(Report.from_dict(candidate["report"]))
 
 
 def _ignore(_value: Any) -> None:

@@ -100,29 +100,31 @@ def asked_items(text: str, domain: str = "cad", edit: bool = False) -> list[dict
         holder = _thing_named(reading, _HOLDER_STEMS)
         if holder and domain == "cad":
             items.append({"what": "hollow", "match": "about", "phrase": holder})
-        for what, adjectives in _SHAPED.items():
-            shaped = _shaped_thing(reading, adjectives)
-            if shaped and domain == "cad":
-                items.append({"what": what, "match": "about", "phrase": shaped})
+        shape = _shaped_thing(reading) if domain == "cad" else None
+        if shape:
+            items.append({"what": shape[0], "match": "about", "phrase": shape[1]})
     return items
 
 
-def _shaped_thing(reading: Reading, adjectives: set[str]) -> str:
-    """ "round lid" when the request's thing is called by one of these shape words ("a round
-    lid", "a circular trivet", "a hex nut"), else "": the word must stand just before the
+def _shaped_thing(reading: Reading) -> tuple[str, str] | None:
+    """("round", "round lid") when the request's thing is called by a shape word ("a round
+    lid", "a circular trivet", "a hex nut"), else None: the word must stand just before the
     thing's own noun, so "a block with a round pocket" or "a rounded box" asks nothing, and the
     request must name nothing that may stick out of it (a round plate with ears is not round)."""
     words = reading.words
     if not reading.simple():
-        return ""
+        return None
     at = next((i for i, w in enumerate(words) if reading.thing and w[:4] in reading.thing), None)
     if at is None or words[at] in _NOT_PRISMS:
-        return ""
+        return None
     before = words[max(0, at - 3) : at]
     if any(w in ("with", "and", ",", "of") for w in before):
-        return ""
-    said = next((w for w in before if w in adjectives), "")
-    return f"{said} {words[at]}" if said else ""
+        return None
+    for word in before:
+        shape = next((what for what, names in _SHAPED.items() if word in names), None)
+        if shape:
+            return shape, f"{word} {words[at]}"
+    return None
 
 
 def _thing_named(reading: Reading, kinds: set[str]) -> str:

@@ -352,7 +352,9 @@ def generate(
     tokens = sum(s.tokens for s in sampled)
     # A sound part that only looks unlike the request's picture is the fit's to improve, not
     # repair's: no words from the validator would tell the model what to change.
-    while wants_repair(request.repair, request.domain, _fine(candidates[0]), len(repairs)):
+    while wants_repair(
+        request.repair, request.domain, valid_but_the_picture(candidates[0].report), len(repairs)
+    ):
         round_ = len(repairs) + 1
         failed = candidates[0]
         notify("repairing", round_, request.repair)
@@ -384,7 +386,12 @@ def generate(
     repaired = time.perf_counter()
     fit = None
     new = request.previous_program is None
-    if wants_fit(request.fit, request.domain, bool(request.images) and new, _fine(candidates[0])):
+    if wants_fit(
+        request.fit,
+        request.domain,
+        bool(request.images) and new,
+        valid_but_the_picture(candidates[0].report),
+    ):
         notify("fitting", 0, request.fit)
         fit, candidates = fit_best(request, candidates, pool, limits, parameters, notify)
     fitted = time.perf_counter()
@@ -410,11 +417,6 @@ def generate(
         repairs=repairs,
         fit=fit.to_dict() if fit is not None else None,
     )
-
-
-def _fine(candidate: Candidate) -> bool:
-    """Whether a candidate passes every check, the picture's perhaps excepted."""
-    return valid_but_the_picture(candidate.report)
 
 
 def wants_fit(rounds: int, domain: str, pictured: bool, best_valid: bool) -> bool:

@@ -210,9 +210,10 @@ def _best_view(scene: Any, target: Target) -> dict[str, Any]:
         (_view_score(scene, target, view) for view in _views()), key=lambda r: -r["score"]
     )
     best = coarse[0]
+    seen: dict[tuple[float, float, bool], dict[str, Any]] = {}  # both searches may pass a pose
     for start in coarse[:REFINE_FROM]:
         if start["score"] >= 0:
-            found = _refine(scene, target, start)
+            found = _refine(scene, target, start, seen)
             best = found if found["score"] > best["score"] else best
     best.pop("pose")
     return best
@@ -247,11 +248,17 @@ def _pose(view: Any) -> tuple[float, float, bool]:
     return azimuth, float(np.degrees(np.arcsin(np.clip(z, -1.0, 1.0)))), bool(view.perspective)
 
 
-def _refine(scene: Any, target: Target, start: dict[str, Any]) -> dict[str, Any]:
+def _refine(
+    scene: Any,
+    target: Target,
+    start: dict[str, Any],
+    seen: dict[tuple[float, float, bool], dict[str, Any]],
+) -> dict[str, Any]:
     """A pattern search from a viewpoint: move the camera a step round the part (or switch its
     lens, at the first step) while the picture matches better, then halve the step. A picture
     is taken from any angle, and the coarse viewpoints are 30 degrees apart: at the right angle
-    the right part matches closely, a wrong one gains far less (bench/image_match.py)."""
+    the right part matches closely, a wrong one gains far less (bench/image_match.py). `seen`
+    keeps the scores of poses already drawn: a step back is a pose drawn before."""
     from exporters.render import View
 
     best = start
@@ -269,12 +276,14 @@ def _refine(scene: Any, target: Target, start: dict[str, Any]) -> dict[str, Any]
             if index == 0:
                 moves.append((0.0, 0.0, True))
             for d_azimuth, d_elevation, switch in moves:
-                view = View.orbit(
+                pose = (
                     round(azimuth + d_azimuth, 2),
                     round(float(np.clip(elevation + d_elevation, -89.0, 89.0)), 2),
                     perspective != switch,
                 )
-                tried = _view_score(scene, target, view)
+                if pose not in seen:
+                    seen[pose] = _view_score(scene, target, View.orbit(*pose))
+                tried = seen[pose]
                 if tried["score"] > best["score"] + 1e-4:
                     best, moved = tried, True
     return best

@@ -86,18 +86,13 @@ def outlines(mesh: trimesh.Trimesh) -> tuple[list[float], list[int]]:
     for axis in range(3):
         others = [a for a in range(3) if a != axis]
         rectangle = float(extents[others[0]] * extents[others[1]])
-        if rectangle <= 1e-9:
-            fills.append(1.0)
-            sides.append(0)
-            continue
+        seen = points[:, others]
         try:
-            hull = ConvexHull(points[:, others])
+            hull = ConvexHull(seen) if rectangle > 1e-9 else None
         except (QhullError, ValueError):
-            fills.append(1.0)
-            sides.append(0)
-            continue
-        fills.append(round(min(1.0, float(hull.volume) / rectangle), 4))
-        sides.append(_straight_sides(points[:, others][hull.vertices]))
+            hull = None
+        fills.append(round(min(1.0, float(hull.volume) / rectangle), 4) if hull else 1.0)
+        sides.append(_straight_sides(seen[hull.vertices]) if hull else 0)
     return fills, sides
 
 

@@ -237,14 +237,13 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
             fills = metrics.get("outline_fill")
             if not fills:
                 return _verdict(result, near[0], want, match, ok=True)
-            fill = min(float(fills[3 - a - b]) for a, b in pairs)
+            fill, axis = _roundest(fills, pairs)
             if fill <= ROUND_FILL:
                 return _verdict(result, near[0], want, match, ok=True)
-            axis = "xyz"[3 - sum(pairs[0])]
+            square = _mm([extents[a] for a in range(3) if a != axis])
             note = (
-                f"not round: seen along {axis} it fills {fill:.0%} of its "
-                f"{_mm([extents[a] for a in pairs[0]])} square (a circle {math.pi / 4:.0%}), "
-                f"asked {result['phrase']}"
+                f"not round: seen along {'xyz'[axis]} it fills {fill:.0%} of its {square} "
+                f"square (a circle {math.pi / 4:.0%}), asked {result['phrase']}"
             )
             score = max(0.0, min(1.0, (1 - fill) / (1 - ROUND_FILL)))
             return {**result, "measured": round(near[0], 3), "outline_fill": fill, "ok": False,
@@ -264,12 +263,12 @@ def _round(result: dict[str, Any], extents: list[float], fills: Any) -> dict[str
     that fills at most ROUND_FILL of their square); unjudged when the outline was not measured."""
     if not fills:
         return {**result, "ok": True, "score": 1.0, "note": "round: not measured"}
-    seen = [
-        (float(fills[axis]), axis)
-        for axis in range(3)
-        if _near(*sorted((extents[a] for a in range(3) if a != axis), reverse=True))
+    alike = [
+        (a, b)
+        for a, b in itertools.combinations(range(3), 2)
+        if _near(max(extents[a], extents[b]), min(extents[a], extents[b]))
     ]
-    fill, axis = min(seen, default=(min(float(f) for f in fills), -1))
+    fill, axis = _roundest(fills, alike) if alike else (min(float(f) for f in fills), -1)
     ok = axis >= 0 and fill <= ROUND_FILL
     where = f"seen along {'xyz'[axis]} it fills {fill:.0%} of its square" if axis >= 0 else (
         "no two of its extents are alike"
@@ -282,6 +281,11 @@ def _round(result: dict[str, Any], extents: list[float], fills: Any) -> dict[str
     score = 1.0 if ok else max(0.0, min(1.0, (1 - fill) / (1 - ROUND_FILL))) * (axis >= 0)
     return {**result, "asked": ROUND_FILL, "measured": round(fill, 3), "ok": ok, "score": score,
             "note": note}  # fmt: skip
+
+
+def _roundest(fills: Any, pairs: list[tuple[int, int]]) -> tuple[float, int]:
+    """The least outline fill seen along the axis each pair of extents leaves, and that axis."""
+    return min((float(fills[3 - a - b]), 3 - a - b) for a, b in pairs)
 
 
 def _hexagonal(result: dict[str, Any], sides: Any) -> dict[str, Any]:
