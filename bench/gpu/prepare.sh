@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 # What the GPU image lacks (it has torch, transformers, numpy, scipy, pillow, pyyaml, rich, ...).
-NEEDED="deepspeed hjson pydantic pydantic_core annotated-types typing-inspection \
+NEEDED="deepspeed hjson pydantic pydantic_core annotated-types typing-inspection plyfile \
 pydantic-settings python-dotenv trimesh gsplat jaxtyping wadler_lindig"
 
 pin() {  # the version requirements.lock pins for a distribution (names compared normalised)
