@@ -10,14 +10,16 @@ than its flange) says nothing and is left out. An `at_least` item cannot catch a
 Last, the wrong thing: the request is answered by the reference of the next task of another
 family in the draw ("a part 40 mm tall" answered by a ring), which the check should catch.
 
-The draw is seeded over every CAD and scene family (the held-out ones too), every split, with a
+The draw is seeded over every CAD and scene family (the held-out ones too) and the compositional
+programs (`--compositional`, their share of the draw), every split, with a
 share of edit rows (judged on their instruction's absolute sizes only), of requests that leave
 sizes unstated, and of train parameter sets worded twice. Every program is run and
 measured by the real sandbox pool, with the geometry checks only (printability and physics do
 not bear on the request).
 
 Usage: .venv/bin/python -m bench.request [--n 2100 | --per-family 100] [--seed 11]
-       [--edits 0.25] [--unstated 0.2] [--phrasings 2] [--workers 2] [--no-spoil]
+       [--edits 0.25] [--unstated 0.2] [--phrasings 2] [--compositional 0.3] [--workers 2]
+       [--no-spoil]
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ NAMES = {
     "box": ("leng", "widt", "heig", "thic", "dept", "size"),
     "holes": ("coun", "hole", "bolt"),
     "objects": ("coun", "bloc", "leve", "laye", "item", "shel", "divi", "tier"),
+    "through_holes": ("coun", "hole", "bolt"),
+    "bored": ("bore", "inne", "id"),
 }
 
 
@@ -86,7 +90,9 @@ def spoil(reference: str, item: dict[str, Any], how: str) -> str | None:
     except ProgramError:
         return None
     wanted = item.get("values_mm") or [item.get("value_mm", item.get("count"))]
-    kinds = ("int",) if item["what"] in ("holes", "objects") else ("int", "float")
+    if any(w is None for w in wanted):
+        return None  # a shape ("round", "hollow") holds no number to spoil
+    kinds = ("int",) if item["what"] in ("holes", "objects", "through_holes") else ("int", "float")
     holders = [
         (name, p)
         for name, p in parameters.items()
@@ -127,6 +133,9 @@ def main() -> None:
     parser.add_argument(
         "--phrasings", type=int, default=2, help="wordings of a train parameter set"
     )
+    parser.add_argument(
+        "--compositional", type=float, default=0.3, help="share drawn from compositional programs"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--no-spoil", action="store_true", help="false alarms and coverage only")
     args = parser.parse_args()
@@ -134,7 +143,12 @@ def main() -> None:
     families = families_for(["cad", "scene"])
     n = args.per_family * len(families) if args.per_family else args.n
     drawn = build_corpus(
-        n, args.seed, families=families, unstated=args.unstated, phrasings=args.phrasings
+        n,
+        args.seed,
+        families=families,
+        unstated=args.unstated,
+        phrasings=args.phrasings,
+        compositional=args.compositional,
     )
     tasks = list(with_edits(drawn, args.seed, args.edits))
     console = Console(width=max(110, Console().width))

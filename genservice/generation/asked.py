@@ -18,7 +18,8 @@ or a way through for a thing bored by what it is (a washer, a pipe, a sleeve, a 
 split collar's bore counts, and a pipe bend's passage); and that a thing that holds something by
 what it is (a cup, a tray, a bin, a vase, an enclosure) is hollow; and that a thing called
 round, circular or cylindrical ("a round lid") is round seen along some axis, and one called
-hex or hexagonal ("a hex nut", "a hex standoff") a hexagon. Nothing else:
+hex or hexagonal ("a hex nut", "a hex standoff") a hexagon, one called rectangular or oblong a
+rectangle and one called square a square (seen along its most telling axis). Nothing else:
 teeth, notches, sizes of other features, "a 60 mm flange" (which size?).
 
 **Whose size it is** is wording.py's reading: a number is the whole's only when its words give
@@ -71,11 +72,14 @@ _BOXY = {"plate", "box", "enclosure", "case", "housing", "block", "brick", "slab
 _BOXY |= {"cuboid", "tray", "board", "panel", "tile", "sheet", "bar", "bracket"}
 _OBJECTS = {"blocks", "slabs", "layers", "tiers", "levels", "shelves", "boxes", "cubes"}
 _OBJECTS |= {"objects", "items", "legs", "dividers", "cans", "books", "bricks", "posts"}
-# Things called so are that shape seen along an axis: round, or a hexagon (a hex nut, a hex
-# standoff); a hex key or wrench is bent or open, and a hex socket's hexagon is inside it.
+# Things called so are that shape seen along an axis: round, a hexagon (a hex nut, a hex
+# standoff), a rectangle or a square; a hex key or wrench is bent or open, and a hex socket's
+# hexagon is inside it.
 _SHAPED = {
     "round": {"round", "circular", "cylindrical"},
     "hexagonal": {"hex", "hexagon", "hexagonal"},
+    "rectangular": {"rectangular", "oblong"},
+    "square": {"square"},
 }
 _NOT_PRISMS = {"key", "keys", "wrench", "wrenches", "socket", "sockets", "driver", "bit", "bits"}
 _SIZED_BY_DIGITS = {"holes", "legs"}  # "5 holes", "8 legs" may be their size in millimetres
@@ -117,13 +121,14 @@ def _shaped_thing(reading: Reading) -> tuple[str, str] | None:
     at = next((i for i, w in enumerate(words) if reading.thing and w[:4] in reading.thing), None)
     if at is None or words[at] in _NOT_PRISMS:
         return None
-    before = words[max(0, at - 3) : at]
-    if any(w in ("with", "and", ",", "of") for w in before):
+    before = range(max(0, at - 3), at)
+    if any(words[k] in ("with", "and", ",", "of") for k in before):
         return None
-    for word in before:
-        shape = next((what for what, names in _SHAPED.items() if word in names), None)
-        if shape:
-            return shape, f"{word} {words[at]}"
+    for k in before:
+        shape = next((what for what, names in _SHAPED.items() if words[k] in names), None)
+        hyphened = reading.text[reading.spans[k][1] : reading.spans[k][1] + 1] == "-"
+        if shape and not hyphened:  # a round-ended strap is not round, nor a hex-head bolt
+            return shape, f"{words[k]} {words[at]}"
     return None
 
 

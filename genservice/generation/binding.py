@@ -38,9 +38,12 @@ from genservice.generation.stated import (
     stated_numbers,
     stems,
 )
+from genservice.generation.wording import owned_by_the_whole
 from validators.cad.program import Parameter, ProgramError, apply_parameters, find_parameters, parse
 
 _WHOLE = frozenset({"over", "tota"})  # "overall", "total": a size of the whole part
+# The stems of the words that name an axis of a size ("35 wide", "thickness 5", "dia 20").
+_AXES = frozenset({"leng", "widt", "heig", "dept", "thic", "diam", "radi"})
 AFTER_WEIGHT = 3  # "18 mm wide": the words after a number name it more often than those before
 
 
@@ -66,7 +69,9 @@ def bind_stated_numbers(program: str, request: str) -> str:
     except ProgramError:
         return program
     claimed = _grid(request, parameters) | _chained(request, parameters)
-    overrides = bindings(stated_numbers(request), parameters, claimed)
+    stated = stated_numbers(request)
+    whole = {i for i, owned in enumerate(owned_by_the_whole(request)) if owned}
+    overrides = bindings(stated, parameters, claimed, whole)
     if not overrides:
         return program
     try:
@@ -79,19 +84,27 @@ def bindings(
     stated: list[StatedNumber],
     parameters: dict[str, Parameter],
     grid: dict[str, float] | None = None,
+    whole: set[int] | None = None,
 ) -> dict[str, int | float]:
     """The parameters to set, by name: those the stated numbers (and a stated grid's column
-    and row counts, by parameter) claim with certainty."""
+    and row counts, by parameter) claim with certainty; `whole` holds the indices of the
+    stated numbers that the request's words make sizes of the whole part."""
     grid = grid or {}
     current = {name: float(p.value) for name, p in parameters.items()}
     claims: dict[str, dict[float, int]] = {}
+    # Claims of a parameter named for an axis alone (`thickness`) by the axis word beside a
+    # size of the whole ("thickness 5"): the request's own words for that size.
+    by_axis: set[tuple[str, float]] = set()
     for counted, value in grid.items():
         claims[counted] = {value: AFTER_WEIGHT}
-    for number in stated:
+    for index, number in enumerate(stated):
         named = named_parameter(number, parameters) or _sole_count(number, stated, parameters)
         if named is not None:
             scores = claims.setdefault(named, {})
             scores[number.value] = max(scores.get(number.value, 0), _score(number, named))
+            axis = name_stems(named)
+            if index in (whole or set()) and axis <= _AXES and shared(number.beside, axis):
+                by_axis.add((named, number.value))
     # Of several numbers that claim one parameter, the one its words name most strongly wins
     # ("8.5 dia holes" over "2 by 2 grid of ... dia"); a tie leaves it in doubt. A parameter
     # that holds a number the request names it by is already right ("d=115 ... ID 23":
@@ -115,19 +128,34 @@ def bindings(
     def protected(name: str) -> bool:
         # Its value is a stated number whose words name it, or name no other parameter: "top
         # 90 by 50" leaves `width = 90` alone, but "18mm wide ... a 14 screw tab" takes 14
-        # from `width`, and "38mm wide ... vertical leg 50mm" takes 50.
+        # from `width`, and "38mm wide ... vertical leg 50mm" takes 50. A number whose words
+        # name nothing gives way to a size of the whole that names the parameter's axis:
+        # "a mounting panel 80 by 50, 6 mm thick" sets `thickness = 6` over the 50 there.
+        by_its_axis = (name, settled.get(name)) in by_axis
         return any(
             number.value == current[name]
             and _fits(number, parameters[name])
             and (
                 _score(number, name) > 0
-                or not any(
-                    _score(number, other) > 0
-                    for other, p in parameters.items()
-                    if other != name and _fits(number, p)
+                or (
+                    not by_its_axis
+                    and not any(
+                        _score(number, other) > 0
+                        for other, p in parameters.items()
+                        if other != name and _fits(number, p)
+                    )
                 )
             )
             for number in stated
+        )
+
+    def yields(name: str, value: float) -> bool:
+        # Whether every other parameter of its kind that holds the number lets it go: one
+        # that changes too, or (for a number named by its axis: "thickness 5") one whose
+        # value no stated number's words claim for it (`bolt_circle_d = 5.0` by chance).
+        return all(
+            other in settled or ((name, value) in by_axis and not protected(other))
+            for other in holders(name, value)
         )
 
     # Settle the changes together: a protected parameter changes only when its number moves to
@@ -138,8 +166,7 @@ def bindings(
         kept = {
             name: value
             for name, value in settled.items()
-            if (not protected(name) or current[name] in settled.values())
-            and all(other in settled for other in holders(name, value))
+            if (not protected(name) or current[name] in settled.values()) and yields(name, value)
         }
         if kept == settled:
             break

@@ -79,6 +79,9 @@ class StatedNumber:
     written: str = ""
     counted: str = ""  # for a count, the plural noun after it ("holes" in "3 Ø6.5 holes")
     head: frozenset[str] = frozenset()  # the stem of the noun the words after it end in
+    # The stems of the words right before and right after it (past a unit): "thickness 5",
+    # "35 wide", "six millimetres thick".
+    beside: frozenset[str] = frozenset()
 
     @property
     def stems(self) -> frozenset[str]:
@@ -109,7 +112,10 @@ def stated_numbers(text: str) -> list[StatedNumber]:
             value = float(token) * (10 if unit in _CENTIMETRES else 1)
             form = _form(tokens, i)
         elif token.lower() in _WORDS:
-            value, form = float(_WORDS[token.lower()]), "count"
+            unit = following[0] if following else ""
+            # "six millimetres thick" is a size written out; "six holes" a count.
+            value = float(_WORDS[token.lower()]) * (10 if unit in _CENTIMETRES else 1)
+            form = "measure" if unit in UNITS else "count"
         else:
             continue
         # In "50 x 24 mm grip knob" (or "50mm x 24mm") the words after the sizes name the
@@ -127,7 +133,8 @@ def stated_numbers(text: str) -> list[StatedNumber]:
         before = frozenset() if chained else stems(_clause(tokens[:i][::-1], 2))
         counted = next((w.lower() for w in _clause(rest, 4) if _plural(w.lower())), "")
         head = stems([_head(rest, reach)], letters=False)
-        found.append(StatedNumber(value, after, before, form, token, counted, head))
+        beside = stems([w for w in (previous, *then[:1]) if w.isalpha()], letters=False)
+        found.append(StatedNumber(value, after, before, form, token, counted, head, beside))
     return found
 
 
@@ -281,7 +288,7 @@ def _head(tokens: Sequence[str], size: int) -> str:
     for token in tokens[:size]:
         if not token.isalpha() or token.lower() in _PREPOSITIONS:
             break  # punctuation, the next number or a preposition ends the phrase
-        if token.lower() not in _FILLER:
+        if token.lower() not in _FILLER | _KINDS:  # "5 mm thick rectangular tab": thick
             head = token
     return head
 

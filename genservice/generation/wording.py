@@ -94,6 +94,12 @@ _LAYOUT = {  # numbers that lay features out: no part's size, but a pitch has a 
     "grid", "rows", "columns",
 }  # fmt: skip
 _ABSTRACT = _GEARING | _LAYOUT
+# Words that arrange features ("a row of holes"): the features belong to what the row is on.
+_ARRANGEMENTS = {"row", "rows", "ring", "line", "pattern", "array", "series", "set", "circle"}
+_ARRANGEMENTS |= {"grid", "cluster", "pair", "couple"}
+# Words of a thing's shape or make between a size and its noun: "a 5 mm thick rectangular tab".
+_SHAPED_AS = {"rectangular", "circular", "cylindrical", "hexagonal", "octagonal", "triangular"}
+_SHAPED_AS |= {"oblong", "oval", "round", "solid", "plain", "wooden", "metal", "steel", "plastic"}
 _ROUND = {"pulley", "sheave", "wheel", "washer", "flange", "disc", "disk", "knob", "cap", "ring"}
 _ROUND |= {"gear", "spacer", "sleeve", "bushing", "cylinder", "tube", "pipe", "rod", "puck"}
 _ROUND_STEMS = {w[:4] for w in _ROUND}
@@ -357,6 +363,9 @@ class Reading:
                 return EACH
             if self._is_thing(word):
                 return WHOLE
+            if word in _ARRANGEMENTS and word_at(words, i + 1) == "of":
+                i -= 1  # "a row of five 6 mm holes": the holes are where the row is
+                continue
             if word in _PASSED or word in _AFTER or word in _BEFORE:
                 i -= 1
                 continue
@@ -447,6 +456,20 @@ class Reading:
         )  # fmt: skip
 
 
+def owned_by_the_whole(text: str) -> list[bool]:
+    """For each number stated.stated_numbers finds in a new request, in order: whether its
+    words make it a size of the whole part (an axis word labels it and its owner is the
+    whole); all False when the two readings disagree."""
+    reading = Reading(text, edit=False)
+    count = len(stated_numbers(text))
+    if len(reading.numbers) != count:
+        return [False] * count
+    return [
+        number.axis is not None and reading.owner(number, number.axis) == WHOLE
+        for _, number in sorted(reading.numbers.items())
+    ]
+
+
 def sized_after(words: list[str], j: int) -> bool:
     """Whether the words at j give the counted things a size ("4 holes dia 6", "3 holes 4mm",
     "10 holes of 6.5mm diameter"), so that the digits before them count them."""
@@ -517,8 +540,8 @@ def _head(words: list[str], j: int) -> tuple[str, int]:
             break
         if word in _AFTER or word in _BEFORE:
             break  # "10 mm inner diameter bend": an ID, not a 10 mm bend
-        if len(word) > 1 and word not in _SKIP:
-            head = word
+        if len(word) > 1 and word not in _SKIP | _SHAPED_AS:
+            head = word  # "5 mm thick rectangular tab": the tab's, not a "rectangular"'s
         k += 1
         if word in _ABSTRACT:
             break  # "20 degree pressure angle": the number is the degrees

@@ -51,6 +51,7 @@ def test_a_thing_called_round_is_round(pool: SandboxPool) -> None:
         "a block 60 x 40 x 20 with a round pocket",
         "a 50 mm cube with rounded edges",
         "a round plate 50 across with a mounting ear at each end sticking out 16 mm",
+        "a round-ended strap 70 mm long, 38 wide, 4 thick",  # its ends are round, not it
     ):
         assert "round" not in [i["what"] for i in asked_items(text)], text
 
@@ -72,3 +73,32 @@ def test_a_hex_nut_is_a_hexagon(pool: SandboxPool) -> None:
     assert square.metrics["outline_sides"][2] == 4 and not square.checks["request"].passed
     # A hex key is bent: it asks no hexagon.
     assert "hexagonal" not in [i["what"] for i in asked_items("a hex key 4 mm, 60 mm long")]
+
+
+def test_a_rectangular_tab_is_a_rectangle_and_a_square_tile_a_square(pool: SandboxPool) -> None:
+    request = asked_items("a 5 mm thick rectangular tab 40 by 25 with two 4 mm holes")
+    assert {"what": "rectangular", "match": "about", "phrase": "rectangular tab"} in request
+    head = "import cadquery as cq\nresult = cq.Workplane()"
+    holes = ".faces('>Z').workplane().rarray(20, 1, 2, 1).hole(4)\n"
+    tab = head + ".rect(40, 25).extrude(5).edges('|Z').fillet(2.5)" + holes
+    assert validate_cad(tab, pool, request=request).checks["request"].passed
+    # A disc, or a strap with round ends, of those sizes is not a rectangular tab.
+    for wrong in (".circle(20).extrude(5)", ".slot2D(40, 25).extrude(5)"):
+        check = validate_cad(head + wrong + holes, pool, request=request).checks["request"]
+        assert not check.passed and "not rectangular" in check.detail["summary"], wrong
+    # Seen along its length a bar is rectangular or round: a rod is no rectangular bar.
+    bar = asked_items("a rectangular bar 200 long")
+    assert validate_cad(head + ".rect(20, 10).extrude(200)\n", pool, request=bar).checks[
+        "request"
+    ].passed
+    rod = validate_cad(head + ".circle(8).extrude(200)\n", pool, request=bar)
+    assert not rod.checks["request"].passed
+    tile = asked_items("a square tile 8 mm thick")
+    assert validate_cad(head + ".rect(60, 60).extrude(8)\n", pool, request=tile).checks[
+        "request"
+    ].passed
+    oblong = validate_cad(head + ".rect(60, 30).extrude(8)\n", pool, request=tile)
+    assert "not square" in oblong.checks["request"].detail["summary"]
+    # A shape word of a feature or of what is in it asks nothing of the whole.
+    for text in ("a plate 80 x 60 with a square pocket", "a block with four square legs"):
+        assert not {"rectangular", "square"} & {i["what"] for i in asked_items(text)}, text

@@ -36,7 +36,11 @@ axis is the length and which the width, so only a height is tied to an axis):
   is no lump: `fill` in the metrics); round: seen along some axis the part is round, its other
   two extents alike and its outline filling at most ROUND_FILL of their square (a round lid, a
   round trivet: not a square one); hexagonal: seen along some axis its outline has six straight
-  sides (`outline_sides` in the metrics: a hex nut, not a round one).
+  sides (`outline_sides` in the metrics: a hex nut, not a round one); rectangular: seen along its
+  most telling axis (a plate's thickness, a bar's length: the extent least like the other two)
+  its outline has four straight sides and fills at least SQUARE_FILL of their rectangle (a
+  rectangular tab, not a disc or a round-ended strap); square: rectangular, and the two
+  extents it shows alike (a square tile).
 
 `about` is within TOLERANCE (relative, with an absolute floor); `at_least` is a lower bound
 (the extent is at least the size, less the tolerance), for sizes of a thing that may have more
@@ -62,7 +66,7 @@ from validators.report import Check, Report
 
 SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
 COUNTS = ("holes", "objects", "through_holes", "bored")
-SHAPES = ("hollow", "round", "hexagonal")
+SHAPES = ("hollow", "round", "hexagonal", "rectangular", "square")
 # A hollow thing (a cup, a tray) fills at most this share of its convex hull; a lump of the same
 # outline fills all of it (a solid cylinder 1.0, a cup with 5 mm walls about 0.3).
 HOLLOW_FILL = 0.7
@@ -70,6 +74,9 @@ HOLLOW_FILL = 0.7
 # square of its two extents (a disc pi / 4 = 0.785, an octagon 0.83, a square or a rounded-corner
 # box nearly all of it; `outline_fill` in the metrics).
 ROUND_FILL = 0.83
+# A rectangle's outline fills its box; a rounded-corner one nearly (r = a tenth of its width:
+# 99 %), a round-ended strap far less (86 % or under), a disc 79 %.
+SQUARE_FILL = 0.9
 _MEASURED = {"holes": "holes", "objects": "solids", "through_holes": "through_holes"}
 MATCHES = ("about", "at_least")
 TOLERANCE = 0.05  # relative: a request's sizes are a person's words, not a drawing's
@@ -182,6 +189,10 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
         return _round(result, extents, metrics.get("outline_fill"))
     if what == "hexagonal":
         return _hexagonal(result, metrics.get("outline_sides"))
+    if what in ("rectangular", "square"):
+        return _rectangular(
+            result, extents, metrics.get("outline_fill"), metrics.get("outline_sides")
+        )
     if what in COUNTS:
         wanted = int(item["count"])
         if what == "bored":  # a bore, or a way right through that no cylinder makes (a bend)
@@ -299,6 +310,35 @@ def _hexagonal(result: dict[str, Any], sides: Any) -> dict[str, Any]:
     note += "" if ok else f" ({result['phrase']})"
     return {**result, "asked": 6, "measured": list(sides), "ok": ok, "score": float(ok),
             "note": note}  # fmt: skip
+
+
+def _rectangular(
+    result: dict[str, Any], extents: list[float], fills: Any, sides: Any
+) -> dict[str, Any]:
+    """A "rectangular" or "square" item: seen along the extent least like the other two, four
+    straight sides filling their rectangle (and, for a square, the two alike); unjudged when
+    the outline was not measured."""
+    what = result["what"]
+    if not fills or not sides:
+        return {**result, "ok": True, "score": 1.0, "note": f"{what}: not measured"}
+    axis = max(range(3), key=lambda k: abs(math.log(_telling(extents, k))))
+    a, b = (extents[k] for k in range(3) if k != axis)
+    fill, straight = float(fills[axis]), int(sides[axis])
+    ok = straight == 4 and fill >= SQUARE_FILL
+    alike = _near(max(a, b), min(a, b))
+    where = f"seen along {'xyz'[axis]} its outline has {straight} straight sides, fills {fill:.0%}"
+    if what == "square" and ok and not alike:
+        ok, where = False, f"seen along {'xyz'[axis]} it is {_mm([max(a, b), min(a, b)])}"
+    note = f"{what}: {where}" if ok else f"not {what}: {where} ({result['phrase']})"
+    score = 1.0 if ok else 0.5 * min(1.0, fill / SQUARE_FILL)
+    return {**result, "asked": SQUARE_FILL, "measured": round(fill, 3), "ok": ok, "score": score,
+            "note": note}  # fmt: skip
+
+
+def _telling(extents: list[float], k: int) -> float:
+    """How unlike the other two the extent along axis k is (its ratio to their geometric mean)."""
+    a, b = (max(extents[j], 1e-9) for j in range(3) if j != k)
+    return max(extents[k], 1e-9) / math.sqrt(a * b)
 
 
 def _fits(item: dict[str, Any], diameters: list[float]) -> bool:

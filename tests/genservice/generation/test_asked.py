@@ -78,6 +78,25 @@ def test_units_diameters_and_counts() -> None:
     ]
 
 
+def test_sizes_written_out_after_a_row_of_holes_and_before_a_shape_word() -> None:
+    # A number word with a unit is a size; a row of holes belongs to the part, so the size
+    # after it is the part's; "rectangular" is how the tab looks, not what is 5 mm thick.
+    panel = "please model a mounting panel 80 by 50, six millimetres thick, with a 4 mm hole"
+    assert ("thickness", 6.0, "about") in asked(panel)
+    assert ("thickness", 5.0, "at_least") in asked(
+        "a flat bar 120 x 30 with a row of five 6 mm holes, thickness 5"
+    )
+    assert ("thickness", 5.0, "at_least") in asked("a 5 mm thick rectangular tab 40 by 25")
+    # What a feature may own stays in doubt: a hole's depth, a ring of holes' width, arms.
+    block = "a block 60 x 40 x 20, a row of 6 mm holes, 10 deep"
+    assert ("depth", 10.0, "about") not in asked(block)
+    assert asked("a plate 80 x 60 with a ring of six holes, 30 wide") == [
+        ("box", [80.0, 60.0], "at_least"),
+        ("holes", 6, "at_least"),
+    ]
+    assert asked("a plate with two 5 mm arms, 14 mm tall") == []
+
+
 def test_what_may_stick_out_makes_sizes_lower_bounds() -> None:
     leaf = asked("hinge leaf 75 x 16 x 4 mm, knuckle OD 14, pin 3.5")
     assert leaf == [("box", [75.0, 16.0, 4.0], "at_least")]

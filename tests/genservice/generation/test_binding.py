@@ -132,6 +132,26 @@ def test_grids_counts_and_numbers_named_elsewhere() -> None:
     assert values(bind_stated_numbers(bracket, request))["width"] == 38.0
 
 
+def test_a_size_of_the_whole_named_by_its_axis_beats_a_number_named_nowhere() -> None:
+    # "six millimetres thick" is a size; "thickness 5" takes the 5 the model put in the bolt
+    # circle by chance, and "6 mm thick" the 50 it copied from "80 by 50".
+    bar = (
+        "import cadquery as cq\nlength = 120.0\nwidth = 30.0\nthickness = 3.0\nhole_count = 5\n"
+        "bolt_circle_d = 5.0\nresult = cq.Workplane().box(length, width, thickness)\n"
+    )
+    request = "a flat bar 120 x 30 with a row of five 6 mm holes, thickness 5"
+    assert values(bind_stated_numbers(bar, request))["thickness"] == 5.0
+    panel = bar.replace("thickness = 3.0", "thickness = 50.0")
+    bound = values(bind_stated_numbers(panel, "a mounting panel 120 by 30, six millimetres thick"))
+    assert bound["thickness"] == 6.0
+    bound = values(bind_stated_numbers(panel, "a mounting panel 120 by 50, 6 mm thick"))
+    assert bound["thickness"] == 6.0
+    # A size its words may give a feature ("two 5 mm arms, 14 mm tall") moves nothing.
+    seat = "import cadquery as cq\nheight = 30.0\narm = 5.0\nresult = cq.Assembly()\n"
+    request = "a seat 3 cm off the floor, two 5 mm arms, 14 mm tall"
+    assert bind_stated_numbers(seat, request) == seat
+
+
 def test_a_count_of_described_things_is_not_a_size() -> None:
     # "4 square-section legs, 6 mm thick": four legs, 6 mm each; but "7 across flats" is a size
     # and "four 3 square legs" are 3 mm legs.
