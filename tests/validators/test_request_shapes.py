@@ -88,15 +88,13 @@ def test_a_rectangular_tab_is_a_rectangle_and_a_square_tile_a_square(pool: Sandb
         assert not check.passed and "not rectangular" in check.detail["summary"], wrong
     # Seen along its length a bar is rectangular or round: a rod is no rectangular bar.
     bar = asked_items("a rectangular bar 200 long")
-    assert validate_cad(head + ".rect(20, 10).extrude(200)\n", pool, request=bar).checks[
-        "request"
-    ].passed
+    flat_bar = validate_cad(head + ".rect(20, 10).extrude(200)\n", pool, request=bar)
+    assert flat_bar.checks["request"].passed
     rod = validate_cad(head + ".circle(8).extrude(200)\n", pool, request=bar)
     assert not rod.checks["request"].passed
     tile = asked_items("a square tile 8 mm thick")
-    assert validate_cad(head + ".rect(60, 60).extrude(8)\n", pool, request=tile).checks[
-        "request"
-    ].passed
+    square = validate_cad(head + ".rect(60, 60).extrude(8)\n", pool, request=tile)
+    assert square.checks["request"].passed
     oblong = validate_cad(head + ".rect(60, 30).extrude(8)\n", pool, request=tile)
     assert "not square" in oblong.checks["request"].detail["summary"]
     # A shape word of a feature or of what is in it asks nothing of the whole.
