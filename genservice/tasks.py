@@ -428,11 +428,13 @@ def stage_validate(ctx: StageContext) -> None:
     if job.kind == "validate":
         jobs.finish(rt.db, job.id, rt.worker, {**result, "report": best["report"]})
         return
+    # A new part is fitted to its stated sizes and picture first (once; it costs no sampling):
+    # what misses only those is the fit's to put right, not repair's.
+    if asked is not None and asked[1] is None and "fit" not in result:
+        scored = _fit_to_request(ctx, picture, scored, asked, items, result)
+        best = scored[0]
     if _repair_next(rt, job, best, scored, result):
         return
-    if picture is not None and _fine(best) and asked is not None and asked[1] is None:
-        scored = _fit_to_picture(ctx, picture, scored, asked, items, result)
-        best = scored[0]
     if not best["valid"] and not not_as_asked(best["report"]):
         jobs.fail(
             rt.db,
@@ -460,7 +462,7 @@ def stage_validate(ctx: StageContext) -> None:
     rt.send(job.id, following)
 
 
-def _fit_to_picture(
+def _fit_to_request(
     ctx: StageContext,
     picture: Any,
     scored: list[dict[str, Any]],
@@ -468,9 +470,9 @@ def _fit_to_picture(
     items: Any,
     result: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """Fit the best candidate to the request's picture when the request asks for rounds of it
-    (generation/fit.py); the candidates with the fitted one first when it looks more like the
-    picture, and what the fit did under result["fit"]."""
+    """Fit the best candidate to the request's stated sizes and picture (if any) when the
+    request asks for rounds of it (generation/fit.py); the candidates with the fitted one first
+    when it meets them better, and what the fit did under result["fit"]."""
     from genservice.generation.engine import wants_fit
     from genservice.generation.fit import fit_candidate
     from validators.report import Report
@@ -479,14 +481,16 @@ def _fit_to_picture(
     r = job.request
     rounds = int(r.get("fit") or 0)
     best = scored[0]
-    if not wants_fit(rounds, job.domain, True, _fine(best)):
+    if not wants_fit(
+        rounds, job.domain, True, picture is not None, Report.from_dict(best["report"])
+    ):
         return scored
     fit = fit_candidate(
         job.domain, rt.pool(job.domain), picture, best["program"],
         Report.from_dict(best["report"]), r["prompt"], rounds,
         keep=set(r.get("parameters") or ()),
         progress=lambda done, total: ctx.progress(
-            done, total, f"fitting to the picture: round {done} of {total}"
+            done, total, f"fitting to the request: round {done} of {total}"
         ),
         spec=r.get("spec"), asked=asked, request=items, limits=rt.limits(),
         parameters=r.get("parameters") or None, preview_size=CANDIDATE_PREVIEW_PX,

@@ -60,6 +60,9 @@ class CandidateScore:
     error_message: str | None = None
     error_line: int | None = None
     image_match: float | None = None  # an image task: how much it looks like the picture
+    request_score: float | None = None  # the `request` check's score (None: nothing asked)
+    sizes_off: tuple[float, ...] = ()  # factors to the sizes its words state (request.sizes_off)
+    sound: bool = False  # sound geometry, whatever it was asked (metrics.geometry_sound)
     bbox_within_5: bool | None = None  # an image task whose words give the size: within 5 %
     pictured: bool = False  # asked with a picture
 
@@ -93,7 +96,7 @@ class TaskResult:
     rounds_one: list[int] = field(default_factory=list)
     rounds_best: int = 0
     best_program_after: str | None = None
-    # after fitting to the picture (an image task, when asked): the served result and the fit
+    # after fitting to the request (its sizes, its picture; when asked): the result and the fit
     after_fit: CandidateScore | None = None
     fit: dict[str, Any] | None = None
     best_program_fit: str | None = None
@@ -105,6 +108,7 @@ def _cad_scores(
     from genservice.generation.asked import task_items
     from validators.cad import similarity
     from validators.cad.mesh import combine, decode_mesh
+    from validators.cad.request import sizes_off
     from validators.cad.validate import BASE_CHECKS, CadOptions, run_cad
 
     reference_mesh = None  # a request set (eval/requests_*.jsonl) has sizes, not a reference
@@ -138,6 +142,9 @@ def _cad_scores(
             error_line=report.error.line if report.error else None,
             request_passed=bool(asked.passed) if asked is not None else None,
             asked=request is not None,
+            request_score=asked.score if asked is not None else None,
+            sizes_off=sizes_off(report),
+            sound=bool(report.metrics.get("geometry_sound")),
         )
         result.pictured = target is not None
         if target is not None and run.payload is not None:
@@ -222,28 +229,54 @@ def score_programs(
 def fit_task(
     task: dict[str, Any], result: TaskResult, rounds: int, pool: Any, limits: Any = None
 ) -> None:
-    """Fit the served best (after repair, when it ran) of an image task to its picture, as
-    serving does (generation/fit.py): the trials are judged blind (checks and image_match, no
-    reference); only the fitted result is then scored against the reference."""
-    from genservice.generation.fit import Trial, fit_to_picture
+    """Fit the served best (after repair, when it ran) of a new CAD or scene task to its request
+    as serving does (generation/fit.py): to the sizes its words state when only those are off,
+    then, for an image task, to its picture. The trials are judged blind: the request's words
+    and the geometry for sizes (not the task's spec, which is what right-sized is scored by),
+    every check and image_match for the picture; only the result is scored against the spec
+    and the reference."""
+    from genservice.generation.fit import Trial, fit_to_picture, fit_to_sizes, merged_changes
 
     program, score = result.programs[result.best], result.candidates[result.best]
     if result.after_best is not None and result.best_program_after is not None:
         program, score = result.best_program_after, result.after_best
+    prompt = task.get("prompt", "")
 
-    def validate(programs: list[str]) -> list[Trial]:
-        scores = score_programs(task, programs, pool, limits, reference=False)
-        pairs = zip(programs, scores, strict=True)
+    def blind(programs: list[str]) -> list[CandidateScore]:
+        return score_programs(task, programs, pool, limits, reference=False)
+
+    def sized(p: str, s: CandidateScore) -> Trial:
+        sound = s.sound and s.valid
+        match = s.request_score if s.request_score is not None else 1.0
+        return Trial(p, sound, match, s, sizes=s.sizes_off, picture=s.image_match)
+
+    def validate_sizes(programs: list[str]) -> list[Trial]:
+        return [sized(p, s) for p, s in zip(programs, blind(programs), strict=True)]
+
+    def validate_picture(programs: list[str]) -> list[Trial]:
+        pairs = zip(programs, blind(programs), strict=True)
         return [Trial(p, s.all_checks, s.image_match or 0.0) for p, s in pairs]
 
-    fit = fit_to_picture(
-        Trial(program, score.all_checks, score.image_match or 0.0),
-        task.get("prompt", ""),
-        validate,
-        rounds=rounds,
-    )
-    if fit.improved:
-        program, score = fit.program, score_programs(task, [fit.program], pool, limits)[0]
+    sizes = fit_to_sizes(sized(program, score), prompt, validate_sizes, rounds=rounds)
+    if sizes.improved:
+        program, score = sizes.program, sizes.scored.record if sizes.scored else score
+    fit = sizes
+    if task.get("images"):
+        fit = fit_to_picture(
+            Trial(program, score.all_checks, score.image_match or 0.0),
+            prompt,
+            validate_picture,
+            rounds=rounds,
+        )
+        if fit.improved:
+            program = fit.program
+        fit.changed = merged_changes(sizes.changed, fit.changed)
+        fit.trials += sizes.trials
+        fit.sizes = sizes.to_dict()
+    else:
+        fit.sizes, fit.picture = sizes.to_dict(), False
+    if sizes.improved or fit.improved:
+        score = score_programs(task, [program], pool, limits)[0]
     result.after_fit, result.fit, result.best_program_fit = score, fit.to_dict(), program
 
 
@@ -446,7 +479,7 @@ def run_evaluation(
         result = evaluate_task(task, programs, pool, limits)
         if repair is not None and rounds > 0 and task["domain"] in REPAIR_DOMAINS:
             repair_task(task, result, repair, rounds, seed, pool, limits)
-        if fit > 0 and task.get("images") and task["domain"] in REPAIR_DOMAINS:
+        if fit > 0 and task["domain"] in REPAIR_DOMAINS and not task.get("previous_program"):
             fit_task(task, result, fit, pool, limits)
         results.append(result)
         if progress is not None:
@@ -510,10 +543,36 @@ def modality_table(summary: dict[str, Any]) -> str:
         if fitted:
             after = fitted[next(k for k in fitted if k.startswith("best_of_"))]
             lines.append(
-                f"| {name}, fitted to the picture | {fitted['tasks']} | – | – | – | – "
+                f"| {name}, fitted to the request | {fitted['tasks']} | – | – | – | – "
                 f"| {_num(after.get('iou_all_median'))} | {_num(after.get('image_match_median'))} "
                 f"| {_pct(after.get('as_pictured'))} | {_pct(after.get('bbox_within_5pct'))} |"
             )
+    return "\n".join(lines) + "\n"
+
+
+def fit_table(summary: dict[str, Any]) -> str:
+    """Before and after fitting to the request, per family (empty when no fit ran)."""
+    rows = [*summary["families"].items(), ("**overall**", summary["overall"])]
+    rows = [(name, group) for name, group in rows if "after_fit" in group]
+    if not rows:
+        return ""
+    n = next(k for k in rows[0][1]["after_fit"] if k.startswith("best_of_"))
+    lines = [
+        "| family | tasks | best-of-N invalid before → after | best-of-N spec before → after "
+        "| best-of-N request before → after | fit changed the part | tries (mean) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, group in rows:
+        fitted = group["after_fit"]
+        served = group.get("after_repair", group)  # the fit starts from the repaired best
+        before, after = served.get(n, {}), fitted[n]
+        lines.append(
+            f"| {name} | {fitted['tasks']} "
+            f"| {_pct(before.get('invalidity'))} → {_pct(after.get('invalidity'))} "
+            f"| {_pct(before.get('spec_adherence'))} → {_pct(after.get('spec_adherence'))} "
+            f"| {_pct(before.get('request_adherence'))} → {_pct(after.get('request_adherence'))} "
+            f"| {_pct(fitted.get('improved'))} | {_num(fitted.get('trials_mean'))} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -665,6 +724,9 @@ def write_outputs(results: list[TaskResult], out: Path, meta: dict[str, Any]) ->
     repaired = repair_table(summary)
     if repaired:
         text += f"\n## Before and after repair\n\n{meta.get('repairing', '')}\n\n{repaired}"
+    fitted = fit_table(summary)
+    if fitted:
+        text += f"\n## Before and after fitting\n\n{meta.get('fitting', '')}\n\n{fitted}"
     paths["markdown"].write_text(text)
     for index, path in enumerate(plot(summary, out)):
         paths[f"plot_{index}"] = path

@@ -21,6 +21,7 @@ from genservice.api.schemas import GenerationCreate, JobAccepted, JobOut, JobPag
 from genservice.api.views import job_out
 from genservice.celery import dispatch
 from genservice.config import Settings
+from genservice.generation.fit import default_fit
 from genservice.generation.pictures import PictureError, check_picture
 from genservice.store import jobs
 from genservice.store.assets import candidate_preview_key
@@ -259,7 +260,7 @@ async def create_generation(request: Request, service: State, key: Key) -> JobAc
         "formats": body.formats,
         "images": _save_images(service, images),
         "repair": body.repair,
-        "fit": body.fit,
+        "fit": body.fit if body.fit is not None else default_fit(bool(images)),
     }
     job = jobs.create_job(
         service.db,

@@ -66,13 +66,14 @@ class GenerationCreate(Strict):
         "failing candidate and its error back to the model (0 = off); the result lists them "
         "under `repairs`",
     )
-    fit: int = Field(
-        default=DEFAULT_FIT,
+    fit: int | None = Field(
+        default=None,
         ge=0,
         le=MAX_FIT,
-        description="cad/scene with a picture: up to this many rounds adjust the best part's "
-        "parameters while it stays valid and looks more like the picture (0 = off); the "
-        "result says what changed under `fit`",
+        description="cad/scene: up to this many rounds adjust the best part's parameters while "
+        "it stays sound: to the sizes the prompt states when only those are off, then (with a "
+        f"picture) to look more like the picture (0 = off; default {DEFAULT_FIT} with a picture, "
+        "0 without); the result says what changed under `fit`",
     )
 
 

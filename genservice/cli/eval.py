@@ -68,9 +68,10 @@ def add_eval_command(sub: Any) -> None:
         type=int,
         default=0,
         metavar="K",
-        help="image tasks: also measure the best of N after up to K rounds of fitting its "
-        f"parameters to the picture, as serving fits (serving's default is {DEFAULT_FIT}); "
-        "default 0",
+        help="cad/scene: also measure the best of N after up to K rounds of fitting its "
+        "parameters to the request, as serving fits: to the sizes its words state when only "
+        f"those are off, then to an image task's picture (serving's default is {DEFAULT_FIT} "
+        "with a picture, 0 without); default 0",
     )
     parser.add_argument(
         "--modality",
@@ -144,9 +145,11 @@ REPAIRING = (
 
 # How the fitted figures are made (evaluate.fit_task).
 FITTING = (
-    "Fitted to the picture: up to {k} rounds, as served. The best of N of an image task has its "
-    "parameters adjusted on the sandbox pool while it stays valid and matches the picture "
-    "better (image_match only, never the reference; genservice/generation/fit.py)."
+    "Fitted to the request: up to {k} rounds, as served. The best of N of a new part has its "
+    "parameters adjusted on the sandbox pool while it stays sound: to the sizes its words "
+    "state when only those are off (the request check only, never the task's spec), then, "
+    "for an image task, to match the picture better (image_match only, never the reference; "
+    "genservice/generation/fit.py)."
 )
 
 

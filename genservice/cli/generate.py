@@ -21,7 +21,7 @@ from typing import Any
 
 from genservice.cli.common import UsageError, cli_device, open_pool, sandbox_limits
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
-from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
+from genservice.generation.fit import DEFAULT_FIT, MAX_FIT, default_fit
 
 EXIT_OK, EXIT_FAILED = 0, 1
 DEFAULT_FORMATS = "glb,step,stl,png"
@@ -78,11 +78,11 @@ def add_generate_command(sub: Any) -> None:
     generate.add_argument(
         "--fit",
         type=int,
-        default=DEFAULT_FIT,
         metavar="K",
-        help="with --image: up to K rounds that adjust the best part's parameters while it "
-        "stays valid and looks more like the picture (default "
-        f"{DEFAULT_FIT}; 0 = off; at most {MAX_FIT})",
+        help="cad/scene: up to K rounds that adjust the best part's parameters while it stays "
+        "sound: to the sizes the prompt states when only those are off, then (with --image) "
+        f"to look more like the picture (default {DEFAULT_FIT} with --image, else 0; "
+        f"at most {MAX_FIT})",
     )
     generate.add_argument(
         "--device", help="auto, cpu, cuda, cuda:1 … (default: $GENSERVICE_DEVICE, else auto)"
@@ -128,9 +128,9 @@ def generate_command(args: argparse.Namespace) -> int:
                         tasks.clear()
                         progress.add_task(f"repair round {done} of {total}", total=None)
                         return
-                    if stage == "fitting":  # rounds of fitting to the picture: one bar
-                        stage = "fitting to the picture"
-                    if stage not in ("generating", "validating", "fitting to the picture"):
+                    if stage == "fitting":  # rounds of fitting to the request: one bar
+                        stage = "fitting to the request"
+                    if stage not in ("generating", "validating", "fitting to the request"):
                         return
                     if stage not in tasks:
                         tasks[stage] = progress.add_task(stage, total=total)
@@ -145,7 +145,26 @@ def generate_command(args: argparse.Namespace) -> int:
 
 
 def fit_line(fit: dict[str, Any]) -> str:
-    """What fitting to the picture did, in one line."""
+    """What fitting to the request did (its stated sizes, its picture), in a line each."""
+    sizes = fit.get("sizes")
+    lines = [sizes_line(sizes)] if sizes and (sizes["improved"] or not fit.get("picture")) else []
+    if fit.get("picture", True):
+        lines.append(_picture_line(fit))
+    return "\n".join(lines)
+
+
+def sizes_line(sizes: dict[str, Any]) -> str:
+    """What fitting the stated sizes did, in one line."""
+    if not sizes["improved"]:
+        return f"fitted to the stated sizes: no change met more of them ({sizes['trials']} tries)"
+    changes = ", ".join(f"{n} {old:g} → {new:g}" for n, (old, new) in sizes["changed"].items())
+    return (
+        f"fitted to the stated sizes: request {sizes['score_before']:.2f} → "
+        f"{sizes['score_after']:.2f} ({changes}; {sizes['trials']} tries)"
+    )
+
+
+def _picture_line(fit: dict[str, Any]) -> str:
     if not fit["improved"]:
         return (f"fitted to the picture: no change looked more like it "
                 f"(image_match {fit['score_before']:.2f}, {fit['trials']} tries)")  # fmt: skip
@@ -181,7 +200,8 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
         raise UsageError("--top-p must be in (0, 1]")
     if not 0 <= args.repair <= MAX_REPAIR:
         raise UsageError(f"--repair must be between 0 and {MAX_REPAIR}")
-    if not 0 <= args.fit <= MAX_FIT:
+    fit = args.fit if args.fit is not None else default_fit(bool(args.image))
+    if not 0 <= fit <= MAX_FIT:
         raise UsageError(f"--fit must be between 0 and {MAX_FIT}")
     if (args.edit is None) != (args.instruction is None):
         raise UsageError("--edit SCRIPT and --instruction TEXT go together")
@@ -196,7 +216,7 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
         "previous_program": previous,
         "instruction": args.instruction,
         "repair": args.repair,
-        "fit": args.fit,
+        "fit": fit,
     }
     if args.domain == "code":
         if args.tests is None or not args.entry_point:

@@ -19,6 +19,7 @@ from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
 from genservice.generation.rerank import rerank, valid_but_the_picture
 from genservice.generation.sampler import SamplingSettings, sample
+from validators.cad.request import missed_only_the_request, sizes_off
 from validators.code.validate import check_time
 from validators.report import Report
 
@@ -47,7 +48,7 @@ class GenerationRequest:
     entry_point: str | None = None
     time_budget_s: float | None = None  # code: seconds for all the tests (validators.code)
     repair: int = 0  # rounds of repair when no candidate is valid (cad and scene)
-    fit: int = 0  # rounds of fitting the best to the request's picture (cad and scene)
+    fit: int = 0  # rounds of fitting the best to its stated sizes and picture (cad and scene)
 
     def __post_init__(self) -> None:
         if not 0 <= self.repair <= MAX_REPAIR:
@@ -97,7 +98,7 @@ class Candidate:
     report: Report
     finish_reason: str
     round: int = 0  # 0: the first sampling; r: written in repair round r
-    fitted_from: int | None = None  # the candidate this one was fitted to the picture from
+    fitted_from: int | None = None  # the candidate this one was fitted to the request from
 
     def to_dict(self, with_report: bool = False) -> dict[str, Any]:
         """JSON form (the Report only on request)."""
@@ -146,7 +147,7 @@ class GenerationResult:
     timings: dict[str, float] = field(default_factory=dict)
     generated_tokens: int = 0
     repairs: list[RepairRound] = field(default_factory=list)
-    fit: dict[str, Any] | None = None  # what fitting to the picture did (Fit.to_dict)
+    fit: dict[str, Any] | None = None  # what fitting to the request did (Fit.to_dict)
 
     @property
     def valid(self) -> bool:
@@ -350,11 +351,25 @@ def generate(
     validated = time.perf_counter()
     repairs: list[RepairRound] = []
     tokens = sum(s.tokens for s in sampled)
-    # A sound part that only looks unlike the request's picture is the fit's to improve, not
-    # repair's: no words from the validator would tell the model what to change.
-    while wants_repair(
-        request.repair, request.domain, valid_but_the_picture(candidates[0].report), len(repairs)
-    ):
+    fit, fit_s = None, 0.0
+    new = request.previous_program is None
+    while True:
+        # Fitting comes first: it costs no sampling, and a part that misses only the sizes its
+        # words state, or only its picture, is the fit's to put right (once), not repair's.
+        if fit is None and wants_fit(
+            request.fit, request.domain, new, bool(request.images), candidates[0].report
+        ):
+            began_fit = time.perf_counter()
+            notify("fitting", 0, request.fit)
+            fit, candidates = fit_best(request, candidates, pool, limits, parameters, notify)
+            fit_s += time.perf_counter() - began_fit
+        if not wants_repair(
+            request.repair,
+            request.domain,
+            valid_but_the_picture(candidates[0].report),
+            len(repairs),
+        ):
+            break
         round_ = len(repairs) + 1
         failed = candidates[0]
         notify("repairing", round_, request.repair)
@@ -384,17 +399,6 @@ def generate(
             )
         )
     repaired = time.perf_counter()
-    fit = None
-    new = request.previous_program is None
-    if wants_fit(
-        request.fit,
-        request.domain,
-        bool(request.images) and new,
-        valid_but_the_picture(candidates[0].report),
-    ):
-        notify("fitting", 0, request.fit)
-        fit, candidates = fit_best(request, candidates, pool, limits, parameters, notify)
-    fitted = time.perf_counter()
     best = candidates[0]
     valid = sum(c.valid for c in candidates)
     notify("done", valid, len(candidates))
@@ -410,8 +414,8 @@ def generate(
             "generate_s": round(generated - started, 4),
             "pool_wait_s": round(ready - generated, 4),
             "validate_s": round(validated - ready, 4),
-            "repair_s": round(repaired - validated, 4),
-            "fit_s": round(fitted - repaired, 4),
+            "repair_s": round(repaired - validated - fit_s, 4),
+            "fit_s": round(fit_s, 4),
         },
         generated_tokens=tokens,
         repairs=repairs,
@@ -419,10 +423,14 @@ def generate(
     )
 
 
-def wants_fit(rounds: int, domain: str, pictured: bool, best_valid: bool) -> bool:
-    """Whether the best is fitted to the picture: asked for, a new part from a picture (an
-    edit changes what its words ask and nothing else), valid but perhaps for the picture."""
-    return rounds > 0 and pictured and best_valid and domain in REPAIR_DOMAINS
+def wants_fit(rounds: int, domain: str, new: bool, pictured: bool, best: Report) -> bool:
+    """Whether the best is fitted to its request (fit.py): asked for, a new part (an edit
+    changes what its words ask and nothing else), and either sound but for sizes its words
+    state, or from a picture and valid but perhaps for the picture."""
+    if rounds <= 0 or not new or domain not in REPAIR_DOMAINS:
+        return False
+    sizes = bool(sizes_off(best)) and missed_only_the_request(best)
+    return sizes or (pictured and valid_but_the_picture(best))
 
 
 def fit_best(
@@ -433,11 +441,12 @@ def fit_best(
     parameters: dict[str, Any] | None = None,
     progress: ProgressCallback | None = None,
 ) -> tuple[Fit, list[Candidate]]:
-    """Fit the best candidate to the request's picture (fit.py); the candidates with the fitted
-    one first when it matches the picture better."""
+    """Fit the best candidate to the request (fit.py: its stated sizes, its picture); the
+    candidates with the fitted one first when it meets them better."""
     best = candidates[0]
+    picture = request.images[0] if request.images else None
     fit = fit_candidate(
-        request.domain, pool, request.images[0], best.program, best.report, request.prompt,
+        request.domain, pool, picture, best.program, best.report, request.prompt,
         request.fit, keep=set(parameters or ()),
         progress=(lambda done, total: progress("fitting", done, total)) if progress else None,
         spec=request.spec, asked=request.asked(), limits=limits, parameters=parameters,

@@ -1,4 +1,16 @@
-"""Fitting a part to its picture: draw it, compare it, adjust its parameters, keep what helps.
+"""Fitting a part to its request: the sizes its words state, then its picture.
+
+**Sizes.** A small model often writes the right kind of part at the wrong size: 9 for "90 mm
+tall", the knob's usual 40 for "25 wide". The `request` check measures what is off ("height 9
+mm, asked 90 mm"), and the program is parametric, so a person would set the parameter that
+makes that extent. `fit_to_sizes` does it, on a sound candidate that misses nothing but sizes
+its words state (`validators.cad.request.sizes_off`): each round tries, for each factor that
+would bring an off size to what was asked, every fittable measure scaled by it alone, and all
+of them at once (a part read from a picture keeps its proportions: the words give its scale);
+the trial that meets more of the request, stays sound and (with a picture) looks no less like
+it wins, and the next round starts from it. Counts and shapes are never fitted.
+
+**The picture.**
 
 A small model reading a picture usually gets the kind of part right (a flange comes back as a
 flange) and its proportions only roughly: the bore too small, the plate too thick. The program
@@ -32,6 +44,7 @@ from typing import Any
 from genservice.generation.rerank import match_score, rerank, valid_but_the_picture
 from genservice.generation.stated import asked_numbers
 from validators.cad.program import ProgramError, apply_parameters, find_parameters, parse
+from validators.cad.request import missed_only_the_request, sizes_off
 
 DEFAULT_FIT = 3  # rounds served by default for a request with a picture
 MAX_FIT = 6  # rounds a request may ask for
@@ -41,16 +54,23 @@ GAIN = 0.005  # the least rise in image_match score that counts as better
 DEADLINE_S = 60.0  # the whole fit stops starting rounds after this long
 
 
+PICTURE_SLACK = 0.02  # how much image_match a size fit may give up (a scaled part's outline)
+
+
 @dataclass(frozen=True)
 class Trial:
-    """A program as the fit sees it: whether every check passes (the picture's excepted: that
-    is what the fit improves), how well it matches the picture, and the caller's own record of
-    its validation (a Scored, a CandidateScore)."""
+    """A program as the fit sees it: whether every check passes (what the fit improves
+    excepted: the picture, or the stated sizes), how well it matches the picture (or its
+    words: the `request` check's score), and the caller's own record of its validation (a
+    Scored, a CandidateScore); for a size fit also the factors that would bring each off size
+    to what was asked, and its image_match score (None without a picture)."""
 
     program: str
     valid: bool
     match: float
     record: Any = None
+    sizes: tuple[float, ...] = ()
+    picture: float | None = None
 
 
 @dataclass
@@ -65,6 +85,8 @@ class Fit:
     rounds: int = 0
     trials: int = 0
     seconds: float = 0.0
+    sizes: dict[str, Any] | None = None  # what fitting the stated sizes did (its to_dict)
+    picture: bool = True  # whether it was fitted to a picture too (the scores are image_match)
 
     @property
     def improved(self) -> bool:
@@ -81,7 +103,81 @@ class Fit:
             "rounds": self.rounds,
             "trials": self.trials,
             "seconds": round(self.seconds, 3),
+            **({"sizes": self.sizes} if self.sizes is not None else {}),
+            "picture": self.picture,
         }
+
+
+def default_fit(pictured: bool) -> int:
+    """The rounds of fitting a request gets when it does not say: DEFAULT_FIT with a picture
+    (its shape is the picture's, its scale the words'), none without (a text request's sizes
+    are the model's to get right, and the verdict says when it does not)."""
+    return DEFAULT_FIT if pictured else 0
+
+
+def fit_to_sizes(
+    start: Trial,
+    request_text: str,
+    validate: Callable[[list[str]], list[Trial]],
+    rounds: int = DEFAULT_FIT,
+    deadline_s: float = DEADLINE_S,
+    progress: Callable[[int, int], None] | None = None,
+    keep: set[str] | frozenset[str] = frozenset(),
+) -> Fit:
+    """Fit a sound candidate that misses only sizes its words state (see the module
+    docstring); `validate` returns size-fit Trials (`match` the request check's score)."""
+    began = time.perf_counter()
+    fit = Fit(start.program, None, start.match, start.match)
+    if not start.valid or not start.sizes:
+        return fit
+    initial = {n: v for n, v in fittable(start.program, request_text, keep).items()}
+    values = {n: v for n, v in initial.items() if isinstance(v, float) and not _angle(n)}
+    floor = None if start.picture is None else start.picture - PICTURE_SLACK
+    current = start
+    for round_ in range(rounds):
+        if not current.sizes or not values or time.perf_counter() - began > deadline_s:
+            break
+        trials: dict[str, dict[str, int | float]] = {}
+        for factor in current.sizes:
+            scaled = {n: float(f"{v * factor:.4g}") for n, v in values.items()}
+            for changes in ({n: scaled[n]} for n in scaled):
+                _add_trial(trials, current.program, changes)
+            _add_trial(trials, current.program, scaled)
+        scored = validate(list(trials))
+        fit.trials += len(scored)
+        fit.rounds = round_ + 1
+        if progress is not None:
+            progress(round_ + 1, rounds)
+        better = [
+            s
+            for s in scored
+            if s.valid
+            and s.match > current.match + GAIN
+            and (floor is None or (s.picture or 0.0) >= floor)
+        ]
+        if not better:
+            break
+        current = max(better, key=lambda s: (s.match, s.picture or 0.0, -len(trials[s.program])))
+        values.update(trials[current.program])
+    if current is not start:
+        fit.program, fit.scored, fit.score_after = current.program, current, current.match
+        fit.changed = {
+            name: [initial[name], value] for name, value in values.items() if value != initial[name]
+        }
+    fit.seconds = time.perf_counter() - began
+    return fit
+
+
+def _add_trial(trials: dict[str, dict[str, int | float]], program: str, changes: dict) -> None:
+    try:
+        trials.setdefault(apply_parameters(program, changes), changes)
+    except ProgramError:
+        pass
+
+
+def _angle(name: str) -> bool:
+    """Whether a parameter is named for an angle (never a size to scale)."""
+    return any(part in ("angle", "deg", "degrees", "tilt", "twist") for part in name.split("_"))
 
 
 def fittable(
@@ -196,17 +292,45 @@ def picture_validator(
     """A `validate` for fit_to_picture: `rerank` on the pool with the request's picture and the
     request's checks (spec, asked, request items, limits, parameters); each Trial's record is
     its Scored."""
+    return _validator(domain, pool, picture, _picture_trial, checks)
 
+
+def sizes_validator(
+    domain: str, pool: Any, picture: Any, **checks: Any
+) -> Callable[[list[str]], list[Trial]]:
+    """A `validate` for fit_to_sizes, as picture_validator (the picture may be None)."""
+    return _validator(domain, pool, picture, _sizes_trial, checks)
+
+
+def _validator(
+    domain: str, pool: Any, picture: Any, trial: Callable[[Any], Trial], checks: dict[str, Any]
+) -> Callable[[list[str]], list[Trial]]:
     def validate(programs: list[str]) -> list[Trial]:
         if not programs:
             return []
-        ranked = rerank(programs, domain, pool, picture=picture, **checks)
-        return [
-            Trial(s.program, valid_but_the_picture(s.report), match_score(s.report), s)
-            for s in ranked
-        ]
+        return [trial(s) for s in rerank(programs, domain, pool, picture=picture, **checks)]
 
     return validate
+
+
+def _picture_trial(scored: Any) -> Trial:
+    return Trial(
+        scored.program, valid_but_the_picture(scored.report), match_score(scored.report), scored
+    )
+
+
+def _sizes_trial(scored: Any) -> Trial:
+    report = scored.report
+    request = report.checks.get("request")
+    picture = report.checks.get("image_match")
+    return Trial(
+        scored.program,
+        report.valid or missed_only_the_request(report),
+        request.score if request is not None else 1.0,
+        scored,
+        sizes=sizes_off(report),
+        picture=picture.score if picture is not None else None,
+    )
 
 
 def fit_candidate(
@@ -221,9 +345,26 @@ def fit_candidate(
     progress: Callable[[int, int], None] | None = None,
     **checks: Any,
 ) -> Fit:
-    """Fit a validated candidate (its program and Report) to the request's picture on the pool,
-    judged by `rerank` with the request's checks; the fitted Trial's record is its Scored."""
-    return fit_to_picture(
+    """Fit a validated candidate (its program and Report) to its request on the pool: first
+    the sizes its words state when nothing else is off (fit_to_sizes), then, with a picture,
+    to the picture (fit_to_picture); judged by `rerank` with the request's checks. The fitted
+    Trial's record is its Scored; `sizes` says what the size fit did."""
+    began = time.perf_counter()
+    before = match_score(report)
+    sized = fit_to_sizes(
+        _sizes_trial(_Validated(program, report)),
+        request_text,
+        sizes_validator(domain, pool, picture, **checks),
+        rounds=rounds,
+        progress=progress,
+        keep=keep,
+    )
+    if sized.scored is not None:
+        program, report = sized.program, sized.scored.record.report
+    if picture is None:
+        sized.sizes, sized.picture = sized.to_dict(), False
+        return sized
+    fit = fit_to_picture(
         Trial(program, valid_but_the_picture(report), match_score(report)),
         request_text,
         picture_validator(domain, pool, picture, **checks),
@@ -231,3 +372,29 @@ def fit_candidate(
         progress=progress,
         keep=keep,
     )
+    if fit.scored is None and sized.scored is not None:
+        fit.program, fit.scored = sized.program, _picture_trial(sized.scored.record)
+        fit.score_after = fit.scored.match
+    fit.score_before = before
+    fit.changed = merged_changes(sized.changed, fit.changed)
+    fit.rounds += sized.rounds
+    fit.trials += sized.trials
+    fit.sizes = sized.to_dict()
+    fit.seconds = time.perf_counter() - began
+    return fit
+
+
+def merged_changes(first: dict[str, list[Any]], then: dict[str, list[Any]]) -> dict:
+    """What two fits in a row changed, each parameter [before the first, after the last]."""
+    return {
+        name: [first.get(name, then.get(name, [None]))[0], values[1]]
+        for name, values in {**first, **then}.items()
+    }
+
+
+@dataclass(frozen=True)
+class _Validated:
+    """A program with its Report, as a Scored carries them."""
+
+    program: str
+    report: Any

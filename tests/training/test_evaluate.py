@@ -174,4 +174,22 @@ def test_fitting_to_the_picture_is_measured_as_served(pool, tmp_path):
     assert (before.image_match or 0) < PASS <= (after.image_match or 0)
     assert summary["best_of_1"]["as_pictured"] == 0.0 and fitted["best_of_1"]["as_pictured"] == 1.0
     text = write_outputs([result], tmp_path / "out", {"model": "m", "tasks": "t"})["markdown"]
-    assert "| image, fitted to the picture | 1 |" in text.read_text()
+    assert "| image, fitted to the request | 1 |" in text.read_text()
+
+
+def test_fitting_to_the_stated_sizes_is_measured_blind(pool, tmp_path):
+    """A text task whose best part has its height wrong: the fit (the request's words only,
+    never the task's spec) brings it to the stated size, and the spec then passes."""
+    task = {"id": "sized-1", "domain": "cad", "family": "block", "split": "free",
+            "prompt": "a block 60 mm long and 30 mm wide, 45 mm tall",
+            "spec": {"bbox_mm": [60.0, 30.0, 45.0], "tolerance": 0.1}}  # fmt: skip
+    low = "import cadquery as cq\n\nlift = 5.0\nresult = cq.Workplane().box(60.0, 30.0, lift)\n"
+    (result,) = run_evaluation([task], lambda t, n, s: [low][:n], pool, n=1, seed=0, fit=2)
+    before, after = result.candidates[result.best], result.after_fit
+    assert before.spec_passed is False and before.sizes_off == (9.0,)
+    assert result.fit is not None and result.fit["sizes"]["changed"] == {"lift": [5.0, 45.0]}
+    assert after is not None and after.spec_passed and after.all_checks
+    text = write_outputs([result], tmp_path, {"model": "m", "tasks": "t", "fitting": "How."})
+    markdown = text["markdown"].read_text()
+    assert "## Before and after fitting" in markdown
+    assert "| block | 1 | 0.0 % → 0.0 % | 0.0 % → 100.0 % | 0.0 % → 100.0 % | 100.0 % |" in markdown

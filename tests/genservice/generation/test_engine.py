@@ -146,6 +146,25 @@ PLATE = "import cadquery as cq\nwidth = {width}\nresult = cq.Workplane('XY').box
 
 
 @pytest.mark.slow
+def test_a_part_missing_a_stated_size_is_fitted_when_asked(monkeypatch, causal, pool):
+    """ "25 mm tall" written as 5: with fit rounds the part is fitted to its words and VALID,
+    before any repair round; without (a text request's default) it is NOT AS ASKED."""
+    from validators.cad.request import missed_only_the_request
+
+    # A parameter the words do not name (binding leaves it): only the measured size tells.
+    short = BOX.replace("box(20, 10, 5)", "box(20, 10, lift)").replace(
+        "import cadquery as cq\n", "import cadquery as cq\nlift = 5.0\n"
+    )
+    monkeypatch.setattr(engine, "sample", _scripted([short], {}))
+    text = "a block 20 mm long, 10 mm wide and 25 mm tall"
+    result = generate(GenerationRequest(text, n=1, fit=2, repair=1), causal, pool)
+    assert result.valid and result.repairs == [], result.report.error
+    assert result.candidates[0].fitted_from == 0 and "lift = 25.0" in result.program
+    assert result.fit is not None and result.fit["sizes"]["changed"] == {"lift": [5.0, 25.0]}
+    plain = generate(GenerationRequest(text, n=1), causal, pool)
+    assert plain.fit is None and not plain.valid and missed_only_the_request(plain.report)
+
+
 def test_a_part_from_a_picture_is_fitted_to_it(monkeypatch, llava, pool):
     """The best candidate of a picture request has its parameters adjusted to look like it."""
     from PIL import Image

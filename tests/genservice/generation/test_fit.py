@@ -111,3 +111,55 @@ def test_a_real_fit_makes_a_plate_look_like_its_picture(pool):
     assert fit.scored is not None and fit.scored.record.valid  # now it looks like the picture
     assert fit.scored.record.report.checks["image_match"].passed
     assert 28.0 <= _value(fit.program, "width") <= 56.0, fit.changed
+
+
+def test_a_part_missing_only_a_stated_size_is_fitted_to_it(pool):
+    """ "90 mm tall" written as 9: the size fit sets the parameter that makes the height, and
+    the part is VALID; the sizes the words state and the counts never move."""
+    from genservice.generation.fit import fit_candidate
+    from genservice.generation.rerank import rerank
+
+    text = "a block 80 mm long and 50 mm wide, 90 mm tall"
+    program = PLATE.format(width=50.0).replace("thickness = 6.0", "thickness = 9.0")
+    start = rerank([program], "cad", pool, asked=(text, None))[0]
+    assert not start.valid and "height 9 mm, asked 90 mm" in start.report.error.message
+    fit = fit_candidate("cad", pool, None, program, start.report, text, 2, asked=(text, None))
+    assert fit.improved and fit.sizes is not None and not fit.picture
+    assert fit.changed == {"thickness": [9.0, 90.0]}
+    assert fit.scored is not None and fit.scored.record.valid
+    fitted = find_parameters(parse(fit.program))
+    assert (fitted["length"].value, fitted["width"].value, fitted["hole_count"].value) == (
+        80.0,
+        50.0,
+        2,
+    )
+    # Nothing but sizes may be fitted: a part that is not round is never made so by scaling.
+    round_text = "a round puck 50 mm across and 90 mm tall"
+    start = rerank([program], "cad", pool, asked=(round_text, None))[0]
+    fit = fit_candidate("cad", pool, None, program, start.report, round_text, 2)
+    assert not fit.improved and fit.trials == 0
+
+
+@pytest.mark.slow
+def test_a_picture_with_its_size_in_words_is_scaled_whole(pool):
+    """ "This, 80 mm long" with a part of the picture's shape at half the size: the size fit
+    scales every measure at once, so it still looks like the picture and is VALID."""
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import render
+    from genservice.generation.fit import fit_candidate
+    from genservice.generation.rerank import rerank
+
+    drawn = PLATE.format(width=40.0)
+    parts, _ = script_parts(drawn, pool, domain="cad")
+    picture = Image.fromarray(render(parts, size=96))
+    text = "this plate, 80 mm long"
+    half = drawn.replace("80.0", "40.0").replace("40.0\nthick", "20.0\nthick")
+    half = half.replace("thickness = 6.0", "thickness = 3.0")
+    start = rerank([half], "cad", pool, picture=picture, asked=(text, None))[0]
+    assert not start.valid and start.report.checks["image_match"].passed
+    fit = fit_candidate("cad", pool, picture, half, start.report, text, 2, asked=(text, None))
+    assert fit.scored is not None and fit.scored.record.valid, fit.to_dict()
+    assert fit.sizes is not None and fit.sizes["improved"]
+    assert _value(fit.program, "length") == 80.0 and _value(fit.program, "width") == 40.0

@@ -62,7 +62,8 @@ export interface RepairRound {
   valid?: number;
 }
 
-/** What fitting the best part to the request's picture did. */
+/** What fitting the best part to the request did: to its stated sizes (`sizes`), then to its
+ * picture (the scores are image_match; `picture` false when there was none). */
 export interface FitSummary {
   improved: boolean;
   score_before: number;
@@ -72,6 +73,9 @@ export interface FitSummary {
   rounds: number;
   trials: number;
   seconds: number;
+  /** the size fit alone (its scores are the request check's) */
+  sizes?: FitSummary;
+  picture?: boolean;
 }
 
 export interface JobResult {

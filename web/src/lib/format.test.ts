@@ -62,4 +62,20 @@ describe("fitLine", () => {
       "fitted to the picture: match 0.62 → 0.81 (bore_d 20 → 28)",
     );
   });
+
+  it("says what fitting to the stated sizes changed, before the picture's", () => {
+    const base = { rounds: 1, trials: 6, seconds: 1.2, score_before: 0.7, score_after: 1 };
+    const sizes = { ...base, improved: true, changed: { thickness: [9, 90] as [number, number] } };
+    expect(fitLine({ ...sizes, sizes, picture: false })).toBe(
+      "fitted to the stated sizes: request 0.70 → 1.00 (thickness 9 → 90)",
+    );
+    const none = { ...base, improved: false, score_after: 0.7, changed: {} };
+    expect(fitLine({ ...none, sizes: none, picture: false })).toBe(
+      "fitted to the stated sizes: no change met more of them (6 tries)",
+    );
+    const picture = { ...base, score_before: 0.6, score_after: 0.8, improved: true, changed: {} };
+    expect(fitLine({ ...picture, sizes, picture: true })).toBe(
+      "fitted to the stated sizes: request 0.70 → 1.00 (thickness 9 → 90); fitted to the picture: match 0.60 → 0.80",
+    );
+  });
 });

@@ -68,15 +68,34 @@ export function repairLines(repairs: RepairRound[] | undefined): string[] {
   });
 }
 
-/** What fitting to the picture did, in one line ("fitted to the picture: match 0.62 → 0.81
- * (bore_d 20 → 28)"); empty when no fit ran. */
+/** What fitting to the request did, in one line ("fitted to the stated sizes: request 0.70 →
+ * 1.00 (thickness 9 → 90)", "fitted to the picture: match 0.62 → 0.81 (bore_d 20 → 28)");
+ * empty when no fit ran. */
 export function fitLine(fit: FitSummary | null | undefined): string {
   if (!fit) return "";
-  if (!fit.improved) return `fitted to the picture: no change looked more like it (${fit.trials} tries)`;
-  const changes = Object.entries(fit.changed)
-    .map(([name, [before, after]]) => `${name} ${before} → ${after}`)
-    .join(", ");
-  return `fitted to the picture: match ${fit.score_before.toFixed(2)} → ${fit.score_after.toFixed(2)} (${changes})`;
+  const lines: string[] = [];
+  const sizes = fit.sizes;
+  if (sizes && (sizes.improved || fit.picture === false)) {
+    lines.push(
+      sizes.improved
+        ? `fitted to the stated sizes: request ${sizes.score_before.toFixed(2)} → ${sizes.score_after.toFixed(2)}${changed(sizes)}`
+        : `fitted to the stated sizes: no change met more of them (${sizes.trials} tries)`,
+    );
+  }
+  if (fit.picture !== false) {
+    lines.push(
+      fit.improved
+        ? `fitted to the picture: match ${fit.score_before.toFixed(2)} → ${fit.score_after.toFixed(2)}${changed(fit)}`
+        : `fitted to the picture: no change looked more like it (${fit.trials} tries)`,
+    );
+  }
+  return lines.join("; ");
+}
+
+/** " (name before → after, ...)", or "" when nothing changed. */
+function changed(fit: FitSummary): string {
+  const changes = Object.entries(fit.changed).map(([name, [before, after]]) => `${name} ${before} → ${after}`);
+  return changes.length ? ` (${changes.join(", ")})` : "";
 }
 
 /** A check's detail as short "key: value" lines for a tooltip. */
