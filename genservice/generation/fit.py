@@ -159,6 +159,14 @@ def fit_to_sizes(
             break
         current = max(better, key=lambda s: (s.match, s.picture or 0.0, -len(trials[s.program])))
         values.update(trials[current.program])
+    return _ended(fit, start, current, initial, values, began)
+
+
+def _ended(
+    fit: Fit, start: Trial, current: Trial, initial: dict, values: dict, began: float
+) -> Fit:
+    """The fit with where it ended: the program it came to (when not the start), what changed
+    from `initial` to `values`, and how long it took."""
     if current is not start:
         fit.program, fit.scored, fit.score_after = current.program, current, current.match
         fit.changed = {
@@ -277,13 +285,7 @@ def fit_to_picture(
                     winner, changes = s, together
         current, current_score = winner, winner.match
         values.update(changes)
-    if current is not start:
-        fit.program, fit.scored, fit.score_after = current.program, current, current_score
-        fit.changed = {
-            name: [initial[name], value] for name, value in values.items() if value != initial[name]
-        }
-    fit.seconds = time.perf_counter() - began
-    return fit
+    return _ended(fit, start, current, initial, values, began)
 
 
 def picture_validator(

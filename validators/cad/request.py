@@ -150,6 +150,26 @@ def missed_only_the_request(report: Report) -> bool:
     return bool(report.metrics.get("geometry_sound")) and all(c.passed for c in others)
 
 
+def sizes_off(report: Report) -> tuple[float, ...]:
+    """The factors (asked over measured) that would bring each size the `request` check found
+    off to what the words ask; empty when the check passed or was not run, or when something
+    other than a size is off (a count, a shape: no scaling makes those right)."""
+    check = report.checks.get("request")
+    if check is None or check.passed:
+        return ()
+    missed = [item for item in check.detail.get("items", []) if not item.get("ok")]
+    if not missed or any(item.get("what") not in SIZES for item in missed):
+        return ()
+    factors: set[float] = set()
+    for item in missed:
+        have, want = item.get("measured"), item.get("asked")
+        pairs = zip(have, want, strict=False) if isinstance(have, list) else [(have, want)]
+        for measured, asked in pairs:
+            if _positive(measured) and _positive(asked) and not _near(measured, asked):
+                factors.add(round(float(asked) / float(measured), 6))
+    return tuple(sorted(factors))
+
+
 def what_is_off(report: Report) -> str:
     """In words, what of the request a part misses ("height 4 mm, asked 40 mm"; "it does not
     look like the picture ..."); empty when nothing is."""
