@@ -80,6 +80,31 @@ def bind_stated_numbers(program: str, request: str) -> str:
         return program
 
 
+def kept_where_stated(program: str, request: str) -> set[str]:
+    """The parameters that hold a number the request states where its words put it: words
+    that name the parameter, or name none of the program's (`thickness = 6` for "6 thick";
+    not for "6 bore", whose words name `bore_d`). Fitting leaves these alone."""
+    try:
+        parameters = {
+            n: p for n, p in find_parameters(parse(program)).items() if p.type in ("int", "float")
+        }
+    except ProgramError:
+        return set()
+    kept = set()
+    for name, parameter in parameters.items():
+        for number in stated_numbers(request):
+            if number.value != float(parameter.value) or not _fits(number, parameter):
+                continue
+            elsewhere = any(
+                _score(number, other) > 0 and _fits(number, p)
+                for other, p in parameters.items()
+                if other != name
+            )
+            if _score(number, name) > 0 or not elsewhere:
+                kept.add(name)
+    return kept
+
+
 def bindings(
     stated: list[StatedNumber],
     parameters: dict[str, Parameter],

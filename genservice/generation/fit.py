@@ -41,8 +41,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from genservice.generation.binding import kept_where_stated
 from genservice.generation.rerank import match_score, rerank, valid_but_the_picture
-from genservice.generation.stated import asked_numbers
 from validators.cad.program import ProgramError, apply_parameters, find_parameters, parse
 from validators.cad.request import missed_only_the_request, sizes_off
 
@@ -157,7 +157,9 @@ def fit_to_sizes(
         ]
         if not better:
             break
-        current = max(better, key=lambda s: (s.match, s.picture or 0.0, -len(trials[s.program])))
+        # The trial that meets the most, by the least change (a factor that puts a size on
+        # another axis also "meets" a free size: "80 mm long" as an 80 mm thickness).
+        current = max(better, key=lambda s: (s.match, -_change(trials[s.program], values)))
         values.update(trials[current.program])
     return _ended(fit, start, current, initial, values, began)
 
@@ -176,6 +178,11 @@ def _ended(
     return fit
 
 
+def _change(changes: dict[str, int | float], values: dict[str, int | float]) -> float:
+    """How far a trial moves its parameters: the sum of their log scale factors."""
+    return sum(abs(math.log(float(new) / float(values[n]))) for n, new in changes.items())
+
+
 def _add_trial(trials: dict[str, dict[str, int | float]], program: str, changes: dict) -> None:
     try:
         trials.setdefault(apply_parameters(program, changes), changes)
@@ -191,21 +198,22 @@ def _angle(name: str) -> bool:
 def fittable(
     program: str, request_text: str, keep: set[str] | frozenset[str] = frozenset()
 ) -> dict[str, int | float]:
-    """The numeric parameters a fit may change: not those holding a number the words state,
-    not those in `keep` (set by the user), not zero (a zero is a switch, not a size), not
-    booleans; the first MAX_PARAMETERS."""
+    """The numeric parameters a fit may change: not those holding a number the words state
+    where the words put it (binding.kept_where_stated: "6 bore" keeps `bore_d = 6`, not a
+    `thickness = 6` beside it), not those in `keep` (set by the user), not zero (a zero is a
+    switch, not a size), not booleans; the first MAX_PARAMETERS."""
     try:
         parameters = find_parameters(parse(program))
     except ProgramError:
         return {}
-    stated = asked_numbers(request_text)
+    stated = kept_where_stated(program, request_text)
     found: dict[str, int | float] = {}
     for name, parameter in parameters.items():
         value = parameter.value
         if parameter.type not in ("int", "float") or isinstance(value, bool) or name in keep:
             continue
         assert isinstance(value, (int, float))
-        if value == 0 or not math.isfinite(value) or float(value) in stated:
+        if value == 0 or not math.isfinite(value) or name in stated:
             continue
         found[name] = value
         if len(found) == MAX_PARAMETERS:

@@ -160,10 +160,13 @@ def sizes_off(report: Report) -> tuple[float, ...]:
     missed = [item for item in check.detail.get("items", []) if not item.get("ok")]
     if not missed or any(item.get("what") not in SIZES for item in missed):
         return ()
+    extents = [float(e) for e in check.detail.get("extents_mm", [])]
     factors: set[float] = set()
     for item in missed:
         have, want = item.get("measured"), item.get("asked")
         pairs = zip(have, want, strict=False) if isinstance(have, list) else [(have, want)]
+        if item["what"] in (*FREE, "diameter"):  # any extent may be the one meant
+            pairs = [(extent, want) for extent in extents]
         for measured, asked in pairs:
             if _positive(measured) and _positive(asked) and not _near(measured, asked):
                 factors.add(round(float(asked) / float(measured), 6))
@@ -241,8 +244,13 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
             ok = all(_near(h, w) for h, w in zip(have_box, want_box, strict=True))
         else:
             ok = all(_above(h, w) for h, w in zip(have_box, want_box, strict=False))
-        errors = [min(abs(h - w) / w for h in have_box) for w in want_box]
-        score = 1.0 if ok else max(0.0, 1 - max(errors))
+        # How far the closest assignment of extents to the asked sizes is (each extent used
+        # once: 100 × 30 × 30 is far from a 100 × 100 plate, though 100 is one of them).
+        error = min(
+            max(abs(extents[i] - w) / w for i, w in zip(axes, want_box, strict=False))
+            for axes in itertools.permutations(range(3), len(want_box))
+        )
+        score = 1.0 if ok else max(0.0, min(0.99, 1 - error))
         note = f"size {_mm(have_box)}, asked {_mm(want_box)}"
         return {**result, "asked": want_box, "measured": have_box, "ok": ok, "score": score,
                 "note": note}  # fmt: skip
