@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genservice.generation.binding import bind_stated_numbers
+from genservice.generation.binding import bind_stated_numbers, kept_where_stated
 from genservice.generation.stated import asked_numbers, stated_numbers
 from validators.cad.program import apply_parameters, find_parameters, parse
 
@@ -242,3 +242,15 @@ def test_a_pipe_bends_centreline_radius_and_a_dash_ends_a_phrase() -> None:
     bound = bind_stated_numbers(elbow, "I need a pipe elbow — Ø50 outside and Ø47 inside — CLR 50.")
     # "Ø47 inside — CLR 50": the dash ends 47's words, so CLR names only 50.
     assert values(bound) == {"outer_d": 50.0, "inner_d": 47.0, "bend_r": 50.0}
+
+
+def test_numbers_are_kept_where_the_words_put_them() -> None:
+    # "6 bore" keeps `bore_d = 6`, not the `thickness = 6` the model copied beside it; "45
+    # across" names no parameter of this program, so the 45 it holds stays too.
+    wheel = (
+        "import cadquery as cq\nouter_d = 45.0\nthickness = 6.0\nbore_d = 6.0\n"
+        "result = cq.Workplane().circle(outer_d / 2).extrude(thickness)\n"
+    )
+    request = "grooved wheel for a round belt, 45 across, 15 wide, 6 bore"
+    assert kept_where_stated(wheel, request) == {"outer_d", "bore_d"}
+    assert kept_where_stated("x = (", request) == set()

@@ -163,3 +163,29 @@ def test_a_picture_with_its_size_in_words_is_scaled_whole(pool):
     assert fit.scored is not None and fit.scored.record.valid, fit.to_dict()
     assert fit.sizes is not None and fit.sizes["improved"]
     assert _value(fit.program, "length") == 80.0 and _value(fit.program, "width") == 40.0
+
+
+def test_a_size_on_the_wrong_parameter_or_axis_is_fitted(pool):
+    """ "15 wide, 6 bore" written with the bore's 6 as the wheel's thickness, and a knob "25
+    wide and 18 tall" written 40 across: the fit finds the measure and the extent meant."""
+    from genservice.generation.fit import fit_candidate
+    from genservice.generation.rerank import rerank
+
+    disc = (
+        "import cadquery as cq\n\nouter_d = {d}\nthickness = {t}\nbore_d = {b}\n\n"
+        'result = cq.Workplane("XY").circle(outer_d / 2).extrude(thickness)\n'
+        'result = result.faces(">Z").workplane().hole(bore_d)\n'
+    )
+    cases = [
+        ("grooved wheel for a round belt, 45 across, 15 wide, 6 bore", (45.0, 6.0, 6.0),
+         {"thickness": [6.0, 15.0]}),
+        ("a round grip for a 4 mm shaft, 25 wide and 18 tall", (40.0, 18.0, 4.0),
+         {"outer_d": [40.0, 25.0]}),
+    ]  # fmt: skip
+    for text, (d, t, b), changed in cases:
+        program = disc.format(d=d, t=t, b=b)
+        start = rerank([program], "cad", pool, asked=(text, None))[0]
+        assert not start.valid, text
+        fit = fit_candidate("cad", pool, None, program, start.report, text, 2, asked=(text, None))
+        assert fit.changed == changed, (text, fit.to_dict())
+        assert fit.scored is not None and fit.scored.record.valid, text
