@@ -71,7 +71,7 @@ def bind_stated_numbers(program: str, request: str) -> str:
     claimed = _grid(request, parameters) | _chained(request, parameters)
     stated = stated_numbers(request)
     whole = {i for i, owned in enumerate(owned_by_the_whole(request)) if owned}
-    overrides = bindings(stated, parameters, claimed, whole)
+    overrides = bindings(stated, parameters, claimed, whole, _run_held(request, parameters))
     if not overrides:
         return program
     try:
@@ -110,10 +110,12 @@ def bindings(
     parameters: dict[str, Parameter],
     grid: dict[str, float] | None = None,
     whole: set[int] | None = None,
+    run: set[tuple[str, float]] | frozenset[tuple[str, float]] = frozenset(),
 ) -> dict[str, int | float]:
     """The parameters to set, by name: those the stated numbers (and a stated grid's column
     and row counts, by parameter) claim with certainty; `whole` holds the indices of the
-    stated numbers that the request's words make sizes of the whole part."""
+    stated numbers that the request's words make sizes of the whole part, `run` the
+    (parameter, number) pairs the request's run of sizes gives ("100 by 100": `width`, 100)."""
     grid = grid or {}
     current = {name: float(p.value) for name, p in parameters.items()}
     claims: dict[str, dict[float, int]] = {}
@@ -156,7 +158,7 @@ def bindings(
         # from `width`, and "38mm wide ... vertical leg 50mm" takes 50. A number whose words
         # name nothing gives way to a size of the whole that names the parameter's axis:
         # "a mounting panel 80 by 50, 6 mm thick" sets `thickness = 6` over the 50 there.
-        by_its_axis = (name, settled.get(name)) in by_axis
+        by_its_axis = (name, settled.get(name)) in by_axis and (name, current[name]) not in run
         return any(
             number.value == current[name]
             and _fits(number, parameters[name])
@@ -281,6 +283,17 @@ def _chained(request: str, parameters: dict[str, Parameter]) -> dict[str, float]
         if value in sizes and sizes[0] != sizes[1]:
             return {other: sizes[1] if value == sizes[0] else sizes[0]}
     return dict(zip(orders[0], sizes, strict=True))
+
+
+def _run_held(request: str, parameters: dict[str, Parameter]) -> set[tuple[str, float]]:
+    """The (parameter, number) pairs of the request's only run of sizes, for the program's
+    length and width (or width and depth): "100 by 100" is theirs, whichever holds it."""
+    runs = chained_sizes(request)
+    floats = {name for name, p in parameters.items() if p.type == "float"}
+    orders = [order for order in _SIZE_ORDERS if set(order) <= floats]
+    if len(runs) != 1 or len(orders) != 1:
+        return set()
+    return {(name, size) for name in orders[0] for size in runs[0][:2]}
 
 
 def _sole_count(

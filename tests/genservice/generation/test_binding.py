@@ -146,6 +146,9 @@ def test_a_size_of_the_whole_named_by_its_axis_beats_a_number_named_nowhere() ->
     assert bound["thickness"] == 6.0
     bound = values(bind_stated_numbers(panel, "a mounting panel 120 by 50, 6 mm thick"))
     assert bound["thickness"] == 6.0
+    # A run of sizes is length and width's: "100 by 100, 30 wide" leaves `width = 100`.
+    box = "import cadquery as cq\nlength = 100.0\nwidth = 100.0\nheight = 30.0\nresult = 1\n"
+    assert bind_stated_numbers(box, "wall shelf support 100 by 100, 30 wide, 4 thick") == box
     # A size its words may give a feature ("two 5 mm arms, 14 mm tall") moves nothing.
     seat = "import cadquery as cq\nheight = 30.0\narm = 5.0\nresult = cq.Assembly()\n"
     request = "a seat 3 cm off the floor, two 5 mm arms, 14 mm tall"
