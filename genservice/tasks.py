@@ -481,13 +481,11 @@ def _fit_to_request(
     r = job.request
     rounds = int(r.get("fit") or 0)
     best = scored[0]
-    if not wants_fit(
-        rounds, job.domain, True, picture is not None, Report.from_dict(best["report"])
-    ):
+    report = Report.from_dict(best["report"])
+    if not wants_fit(rounds, job.domain, True, picture is not None, report):
         return scored
     fit = fit_candidate(
-        job.domain, rt.pool(job.domain), picture, best["program"],
-        Report.from_dict(best["report"]), r["prompt"], rounds,
+        job.domain, rt.pool(job.domain), picture, best["program"], report, r["prompt"], rounds,
         keep=set(r.get("parameters") or ()),
         progress=lambda done, total: ctx.progress(
             done, total, f"fitting to the request: round {done} of {total}"

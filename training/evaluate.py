@@ -235,7 +235,7 @@ def fit_task(
     and the geometry for sizes (not the task's spec, which is what right-sized is scored by),
     every check and image_match for the picture; only the result is scored against the spec
     and the reference."""
-    from genservice.generation.fit import Trial, fit_to_picture, fit_to_sizes, merged_changes
+    from genservice.generation.fit import Trial, fit_to_picture, fit_to_sizes, joined
 
     program, score = result.programs[result.best], result.candidates[result.best]
     if result.after_best is not None and result.best_program_after is not None:
@@ -260,21 +260,17 @@ def fit_task(
     sizes = fit_to_sizes(sized(program, score), prompt, validate_sizes, rounds=rounds)
     if sizes.improved:
         program, score = sizes.program, sizes.scored.record if sizes.scored else score
-    fit = sizes
+    pictured = None
     if task.get("images"):
-        fit = fit_to_picture(
+        pictured = fit_to_picture(
             Trial(program, score.all_checks, score.image_match or 0.0),
             prompt,
             validate_picture,
             rounds=rounds,
         )
-        if fit.improved:
-            program = fit.program
-        fit.changed = merged_changes(sizes.changed, fit.changed)
-        fit.trials += sizes.trials
-        fit.sizes = sizes.to_dict()
-    else:
-        fit.sizes, fit.picture = sizes.to_dict(), False
+        if pictured.improved:
+            program = pictured.program
+    fit = joined(sizes, pictured)
     if sizes.improved or fit.improved:
         score = score_programs(task, [program], pool, limits)[0]
     result.after_fit, result.fit, result.best_program_fit = score, fit.to_dict(), program

@@ -130,7 +130,7 @@ def fit_to_sizes(
     fit = Fit(start.program, None, start.match, start.match)
     if not start.valid or not start.sizes:
         return fit
-    initial = {n: v for n, v in fittable(start.program, request_text, keep).items()}
+    initial = fittable(start.program, request_text, keep)
     values = {n: v for n, v in initial.items() if isinstance(v, float) and not _angle(n)}
     floor = None if start.picture is None else start.picture - PICTURE_SLACK
     current = start
@@ -309,7 +309,7 @@ def sizes_validator(
     domain: str, pool: Any, picture: Any, **checks: Any
 ) -> Callable[[list[str]], list[Trial]]:
     """A `validate` for fit_to_sizes, as picture_validator (the picture may be None)."""
-    return _validator(domain, pool, picture, _sizes_trial, checks)
+    return _validator(domain, pool, picture, lambda s: _sizes_trial(s.program, s.report, s), checks)
 
 
 def _validator(
@@ -329,15 +329,14 @@ def _picture_trial(scored: Any) -> Trial:
     )
 
 
-def _sizes_trial(scored: Any) -> Trial:
-    report = scored.report
+def _sizes_trial(program: str, report: Any, record: Any = None) -> Trial:
     request = report.checks.get("request")
     picture = report.checks.get("image_match")
     return Trial(
-        scored.program,
+        program,
         report.valid or missed_only_the_request(report),
         request.score if request is not None else 1.0,
-        scored,
+        record,
         sizes=sizes_off(report),
         picture=picture.score if picture is not None else None,
     )
@@ -362,7 +361,7 @@ def fit_candidate(
     began = time.perf_counter()
     before = match_score(report)
     sized = fit_to_sizes(
-        _sizes_trial(_Validated(program, report)),
+        _sizes_trial(program, report),
         request_text,
         sizes_validator(domain, pool, picture, **checks),
         rounds=rounds,
@@ -372,8 +371,7 @@ def fit_candidate(
     if sized.scored is not None:
         program, report = sized.program, sized.scored.record.report
     if picture is None:
-        sized.sizes, sized.picture = sized.to_dict(), False
-        return sized
+        return joined(sized, None)
     fit = fit_to_picture(
         Trial(program, valid_but_the_picture(report), match_score(report)),
         request_text,
@@ -386,25 +384,22 @@ def fit_candidate(
         fit.program, fit.scored = sized.program, _picture_trial(sized.scored.record)
         fit.score_after = fit.scored.match
     fit.score_before = before
-    fit.changed = merged_changes(sized.changed, fit.changed)
-    fit.rounds += sized.rounds
-    fit.trials += sized.trials
-    fit.sizes = sized.to_dict()
     fit.seconds = time.perf_counter() - began
-    return fit
+    return joined(sized, fit)
 
 
-def merged_changes(first: dict[str, list[Any]], then: dict[str, list[Any]]) -> dict:
-    """What two fits in a row changed, each parameter [before the first, after the last]."""
-    return {
+def joined(sized: Fit, pictured: Fit | None) -> Fit:
+    """The record of a size fit and the picture fit after it (None: the request had no
+    picture): the picture fit's, with both fits' changes, rounds and tries, and `sizes`."""
+    if pictured is None:
+        sized.sizes, sized.picture = sized.to_dict(), False
+        return sized
+    first, then = sized.changed, pictured.changed
+    pictured.changed = {  # each parameter [before the size fit, after the picture fit]
         name: [first.get(name, then.get(name, [None]))[0], values[1]]
         for name, values in {**first, **then}.items()
     }
-
-
-@dataclass(frozen=True)
-class _Validated:
-    """A program with its Report, as a Scored carries them."""
-
-    program: str
-    report: Any
+    pictured.rounds += sized.rounds
+    pictured.trials += sized.trials
+    pictured.sizes = sized.to_dict()
+    return pictured
