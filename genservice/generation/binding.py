@@ -90,19 +90,29 @@ def kept_where_stated(program: str, request: str) -> set[str]:
         }
     except ProgramError:
         return set()
-    kept = set()
-    for name, parameter in parameters.items():
-        for number in stated_numbers(request):
-            if number.value != float(parameter.value) or not _fits(number, parameter):
-                continue
-            elsewhere = any(
-                _score(number, other) > 0 and _fits(number, p)
-                for other, p in parameters.items()
-                if other != name
-            )
-            if _score(number, name) > 0 or not elsewhere:
-                kept.add(name)
-    return kept
+    stated = stated_numbers(request)
+    return {
+        name
+        for name, parameter in parameters.items()
+        if any(
+            number.value == float(parameter.value)
+            and _where_its_words_put(number, name, parameters)
+            for number in stated
+        )
+    }
+
+
+def _where_its_words_put(number: StatedNumber, name: str, parameters: dict[str, Parameter]) -> bool:
+    """Whether a stated number belongs in the parameter as far as its words say: it fits the
+    parameter and its words name it, or name no other parameter it fits."""
+    return _fits(number, parameters[name]) and (
+        _score(number, name) > 0
+        or not any(
+            _score(number, other) > 0 and _fits(number, p)
+            for other, p in parameters.items()
+            if other != name
+        )
+    )
 
 
 def bindings(
@@ -161,18 +171,8 @@ def bindings(
         by_its_axis = (name, settled.get(name)) in by_axis and (name, current[name]) not in run
         return any(
             number.value == current[name]
-            and _fits(number, parameters[name])
-            and (
-                _score(number, name) > 0
-                or (
-                    not by_its_axis
-                    and not any(
-                        _score(number, other) > 0
-                        for other, p in parameters.items()
-                        if other != name and _fits(number, p)
-                    )
-                )
-            )
+            and _where_its_words_put(number, name, parameters)
+            and (_score(number, name) > 0 or not by_its_axis)
             for number in stated
         )
 
@@ -268,13 +268,10 @@ def _chained(request: str, parameters: dict[str, Parameter]) -> dict[str, float]
     and that pair does not hold the two already, in either order (people write "21 by 85" and
     "85 by 21" for one leaf); where it holds one of them, only the other is set. A third size
     may be a thickness or an overall height: it is left to the words."""
-    runs = chained_sizes(request)
-    floats = {name for name, p in parameters.items() if p.type == "float"}
-    orders = [order for order in _SIZE_ORDERS if set(order) <= floats]
-    if len(runs) != 1 or len(orders) != 1:
+    run = _size_run(request, parameters)
+    if run is None:
         return {}
-    sizes = runs[0][:2]
-    first, second = orders[0]
+    sizes, (first, second) = run
     held = float(parameters[first].value), float(parameters[second].value)
     if sorted(held) == sorted(sizes):
         return {}
@@ -282,18 +279,28 @@ def _chained(request: str, parameters: dict[str, Parameter]) -> dict[str, float]
     for other, value in ((second, held[0]), (first, held[1])):
         if value in sizes and sizes[0] != sizes[1]:
             return {other: sizes[1] if value == sizes[0] else sizes[0]}
-    return dict(zip(orders[0], sizes, strict=True))
+    return {first: sizes[0], second: sizes[1]}
 
 
 def _run_held(request: str, parameters: dict[str, Parameter]) -> set[tuple[str, float]]:
     """The (parameter, number) pairs of the request's only run of sizes, for the program's
     length and width (or width and depth): "100 by 100" is theirs, whichever holds it."""
+    run = _size_run(request, parameters)
+    return set() if run is None else {(name, size) for name in run[1] for size in run[0]}
+
+
+def _size_run(
+    request: str, parameters: dict[str, Parameter]
+) -> tuple[list[float], tuple[str, str]] | None:
+    """The first two sizes of the request's only run of sizes and the program's one pair of
+    float parameters they are written for (length and width, or width and depth); None when
+    either is not one."""
     runs = chained_sizes(request)
     floats = {name for name, p in parameters.items() if p.type == "float"}
     orders = [order for order in _SIZE_ORDERS if set(order) <= floats]
     if len(runs) != 1 or len(orders) != 1:
-        return set()
-    return {(name, size) for name in orders[0] for size in runs[0][:2]}
+        return None
+    return runs[0][:2], orders[0]
 
 
 def _sole_count(

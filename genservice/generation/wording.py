@@ -24,6 +24,7 @@ its sizes are the part's extents. Any other word may name a component that stick
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -456,18 +457,19 @@ class Reading:
         )  # fmt: skip
 
 
-def owned_by_the_whole(text: str) -> list[bool]:
+@functools.lru_cache(maxsize=256)  # binding asks it once per candidate of one request
+def owned_by_the_whole(text: str) -> tuple[bool, ...]:
     """For each number stated.stated_numbers finds in a new request, in order: whether its
     words make it a size of the whole part (an axis word labels it and its owner is the
     whole); all False when the two readings disagree."""
     reading = Reading(text, edit=False)
     count = len(stated_numbers(text))
     if len(reading.numbers) != count:
-        return [False] * count
-    return [
+        return (False,) * count
+    return tuple(
         number.axis is not None and reading.owner(number, number.axis) == WHOLE
         for _, number in sorted(reading.numbers.items())
-    ]
+    )
 
 
 def sized_after(words: list[str], j: int) -> bool:
