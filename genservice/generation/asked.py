@@ -33,10 +33,13 @@ asks nothing.
 thing and what is cut into it: then its sizes are the part's extents. Any other component ("a
 knuckle", "a tab", "legs") may stick out, so sizes are `at_least`: the extent is at least the
 stated size. A thickness is `about` only for flat things (plates, washers, flanges, gears...), a
-triple or pair only for box-like ones (plates, boxes, blocks...). An edit ("make it 12 mm
-thick") is judged only on absolute sizes of the whole, `at_least` (the previous program's other
-features are unknown to its words), never on counts ("add 2 holes") or heights (a program's
-"height" may lean, as a phone stand's back does).
+triple or pair only for box-like ones (plates, boxes, blocks...). A size its words call the
+outer size of all of it ("overall 258 x 96 x 8", "120 mm long overall", "footprint 80 by 75",
+"140 mm on the outside") is `about` whatever else the words name: all that sticks out is inside
+it. An edit ("make it 12 mm thick") is judged only on absolute sizes of the whole, `at_least`
+unless its words say overall (the previous program's other features are unknown to its words),
+never on counts ("add 2 holes") or heights (a program's "height" may lean, as a phone stand's
+back does).
 
 **Format** (plain JSON, a list; validators/cad/request.py checks it):
   {"what": "height", "value_mm": 40.0, "match": "about", "phrase": "40 mm tall"}
@@ -170,7 +173,7 @@ def _sizes(reading: Reading) -> list[dict[str, Any]]:
             values = [reading.numbers[c].value for c in chain]
             if len(values) <= 3 and tuple(sorted(values)) not in boxes:
                 boxes.add(tuple(sorted(values)))
-                match = "about" if simple and boxy else "at_least"
+                match = "about" if (simple and boxy) or number.overall else "at_least"
                 items.append({"what": "box", "values_mm": values, "match": match, "phrase": phrase})
             continue
         what = number.axis
@@ -178,7 +181,8 @@ def _sizes(reading: Reading) -> list[dict[str, Any]]:
         if (what, number.value) in seen or (twin, number.value) in seen:
             continue
         seen.add((what, number.value))
-        match = "about" if simple and (what != "thickness" or flat) else "at_least"
+        plain = simple and (what != "thickness" or flat)
+        match = "about" if plain or number.overall else "at_least"
         items.append({"what": what, "value_mm": number.value, "match": match, "phrase": phrase})
     return items
 

@@ -141,6 +141,7 @@ class Number:
     axis: str | None = None  # the axis word's meaning, when one labels it
     noun: str = ""  # the noun it measures instead ("bore" in "bore 35", "holes" in "12 M6 holes")
     whole: bool = False  # the words say it is the whole's ("overall", "7 mm thick spur gear")
+    overall: bool = False  # its words say it is the whole's outer size, all that sticks out in
     outer: bool = False  # an outer diameter ("OD 50", "50 mm outside diameter"): no bore's
     chain: list[int] = field(default_factory=list)  # the numbers of "80 × 71 × 4" (token indices)
 
@@ -231,7 +232,7 @@ class Reading:
         elif number.axis is not None and word_at(words, j) in _EACH | {"apart"}:
             number.noun = words[j]  # "20 high each", "30 wide apart"
         elif _marked(words, j):
-            number.whole = True  # "115 × 85 × 55 mm overall"
+            number.whole = number.overall = True  # "115 × 85 × 55 mm overall"
 
     def _read_before(self, number: Number) -> None:
         """The words before a number: an axis label ("height 40", "Ø25", "thk 3") or a noun
@@ -241,7 +242,7 @@ class Reading:
         while word_at(words, k) in _JOINS:
             k -= 1
         if _marked(words, k, before=True):
-            number.whole = True  # "outer size 110x55x100", "footprint 80 by 75"
+            number.whole = number.overall = True  # "outer size 110x55x100", "footprint 80 by 75"
         label = None if k in self.claimed else self._before_axis(k)
         if label is not None:
             number.start = k
@@ -252,7 +253,7 @@ class Reading:
             elif number.axis is not None and number.axis != label:
                 number.axis, number.noun = None, number.noun or words[k]  # "hex 12 mm long"
             if _marked(words, k - 1, before=True):
-                number.whole = True  # "overall height 95"
+                number.whole = number.overall = True  # "overall height 95"
         elif number.axis is None and not number.noun and word_at(words, k) in _ABSTRACT:
             number.noun, number.start = words[k], k  # "m1.5", "z=22", "R4"
         elif number.axis is None and not number.noun and _content(word_at(words, k)):
@@ -329,6 +330,7 @@ class Reading:
             number.axis = "box" if not tail.noun else None
             number.noun = tail.noun
             number.whole = number.whole or tail.whole
+            number.overall = number.overall or tail.overall
             number.end = tail.end
             for other in members[1:]:
                 other.chain = [-1]  # a member: no item of its own

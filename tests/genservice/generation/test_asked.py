@@ -104,6 +104,17 @@ def test_what_may_stick_out_makes_sizes_lower_bounds() -> None:
     assert bracket == [("width", 29.0, "at_least"), ("thickness", 8.0, "at_least")]
 
 
+def test_an_overall_size_is_the_whole_outer_size_whatever_else_is_named() -> None:
+    # "overall", "footprint", "on the outside": all that sticks out is inside the size.
+    assert asked("hinge leaf with a knuckle, overall 75 x 16 x 4 mm") == [
+        ("box", [75.0, 16.0, 4.0], "about")
+    ]
+    assert asked("this one, 258.7 x 96.4 x 8 overall") == [("box", [258.7, 96.4, 8.0], "about")]
+    assert asked("a plate with two bosses, overall height 25") == [("height", 25.0, "about")]
+    assert asked("make it 120 mm long overall", edit=True) == [("length", 120.0, "about")]
+    assert asked("make it 120 mm long", edit=True) == [("length", 120.0, "at_least")]
+
+
 def test_edits_ask_only_absolute_sizes_of_the_whole_and_scenes_only_counts() -> None:
     assert asked("make it 12 mm thick and add a raised hub", edit=True) == [
         ("thickness", 12.0, "at_least")
