@@ -29,6 +29,7 @@ Anything less certain is left to the model. Edits are not bound ("add 2 holes" i
 
 from __future__ import annotations
 
+from genservice.generation.mend import mend_names
 from genservice.generation.stated import (
     StatedNumber,
     chained_sizes,
@@ -50,11 +51,15 @@ AFTER_WEIGHT = 3  # "18 mm wide": the words after a number name it more often th
 def bind_candidates(
     programs: list[str], domain: str, request: str, previous_program: str | None = None
 ) -> list[str]:
-    """The candidates of a request, each bound to the numbers it states when it is a new CAD
-    or scene request; code and edits as they are."""
-    if domain == "code" or previous_program is not None:
+    """The candidates of a CAD or scene request, each with a parameter the body reads under
+    another name mended (mend.py) and, for a new request, bound to the numbers it states;
+    code as it is."""
+    if domain == "code":
         return programs
-    return [bind_stated_numbers(program, request) for program in programs]
+    mended = [mend_names(program) for program in programs]
+    if previous_program is not None:
+        return mended
+    return [bind_stated_numbers(program, request) for program in mended]
 
 
 def bind_stated_numbers(program: str, request: str) -> str:
