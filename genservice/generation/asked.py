@@ -33,7 +33,8 @@ asks nothing.
 thing and what is cut into it: then its sizes are the part's extents. Any other component ("a
 knuckle", "a tab", "legs") may stick out, so sizes are `at_least`: the extent is at least the
 stated size. A thickness is `about` only for flat things (plates, washers, flanges, gears...), a
-triple or pair only for box-like ones (plates, boxes, blocks...). A size its words call the
+triple or pair only for box-like ones (plates, boxes, blocks...) and for a thing the words do
+not make ("like this, 80 x 45 x 60 mm", "a part 40 x 20 x 10"). A size its words call the
 outer size of all of it ("overall 258 x 96 x 8", "120 mm long overall", "footprint 80 by 75",
 "140 mm on the outside") is `about` whatever else the words name: all that sticks out is inside
 it. An edit ("make it 12 mm thick") is judged only on absolute sizes of the whole, `at_least`
@@ -73,6 +74,9 @@ _FLAT = {"plate", "washer", "shim", "flange", "disc", "disk", "gasket", "gear", 
 _FLAT |= {"sheet", "panel", "tile", "coaster", "wheel", "pulley", "sheave", "spacer", "sleeve"}
 _BOXY = {"plate", "box", "enclosure", "case", "housing", "block", "brick", "slab", "cube"}
 _BOXY |= {"cuboid", "tray", "board", "panel", "tile", "sheet", "bar", "bracket"}
+# Words for a thing that say nothing of its make ("like this", "this part", "the object"): with
+# nothing else named, its size triple is its box too.
+_GENERIC_STEMS = {w[:4] for w in ("part", "piece", "object", "thing", "shape", "item")}
 _OBJECTS = {"blocks", "slabs", "layers", "tiers", "levels", "shelves", "boxes", "cubes"}
 _OBJECTS |= {"objects", "items", "legs", "dividers", "cans", "books", "bricks", "posts"}
 # Things called so are that shape seen along an axis: round, a hexagon (a hex nut, a hex
@@ -153,7 +157,7 @@ def _sizes(reading: Reading) -> list[dict[str, Any]]:
     """The overall sizes the words ask: one item per axis and value, a box per size chain."""
     simple = reading.simple() and not reading.edit
     flat = bool(reading.thing & {w[:4] for w in _FLAT})
-    boxy = bool(reading.thing & {w[:4] for w in _BOXY})
+    boxy = bool(reading.thing & {w[:4] for w in _BOXY}) or reading.thing <= _GENERIC_STEMS
     items: list[dict[str, Any]] = []
     seen: set[tuple[str, float]] = set()
     boxes: set[tuple[float, ...]] = set()

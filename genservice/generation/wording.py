@@ -119,7 +119,8 @@ _NEUTRAL = {
     "diameter", "dia", "bore", "clear", "fit", "fits", "hold", "holds", "holding",
     "bent", "shaped", "clr", "centreline", "centerline", "bored", "turn", "quarter", "wrench",
     "needs", "fancy", "nothing", "push", "snaps", "desk", "belt", "electronics", "project",
-    "ways", "deg",
+    "ways", "deg", "picture", "pictured", "photo", "image", "drawing", "sketch", "shown",
+    "screenshot", "render",
 }  # fmt: skip
 # A hollow thing's walls are its outside; anything else's may stand up from it.
 _HOLLOW = {"box", "enclosure", "case", "housing", "cap", "cup", "sleeve", "clip", "tray", "bin"}

@@ -115,6 +115,21 @@ def test_an_overall_size_is_the_whole_outer_size_whatever_else_is_named() -> Non
     assert asked("make it 120 mm long", edit=True) == [("length", 120.0, "at_least")]
 
 
+def test_a_thing_the_words_do_not_make_has_its_triple_as_its_box() -> None:
+    # "like this", "this part": with nothing else named the sizes are the extents; a named
+    # component may stick out.
+    assert asked("like this, 80 x 45 x 60 mm") == [("box", [80.0, 45.0, 60.0], "about")]
+    assert asked("make this part: 80 by 45 by 60 mm") == [("box", [80.0, 45.0, 60.0], "about")]
+    assert asked("model the part in the picture, 80 mm long, 45 mm wide, 60 mm tall") == [
+        ("length", 80.0, "about"),
+        ("width", 45.0, "about"),
+        ("height", 60.0, "about"),
+    ]
+    assert asked("like this, 80 x 45 x 60 mm, with a tab") == [
+        ("box", [80.0, 45.0, 60.0], "at_least")
+    ]
+
+
 def test_edits_ask_only_absolute_sizes_of_the_whole_and_scenes_only_counts() -> None:
     assert asked("make it 12 mm thick and add a raised hub", edit=True) == [
         ("thickness", 12.0, "at_least")
