@@ -24,8 +24,9 @@ teeth, notches, sizes of other features, "a 60 mm flange" (which size?).
 
 **Whose size it is** is wording.py's reading: a number is the whole's only when its words give
 it no other owner (a leg, a groove, each of several, a feature before it in a list). A scene's
-sizes always belong to one of its objects ("a table 60 mm high" with things on it), so a scene
-is asked only its counts. Digits before "holes" or "legs" may be their size ("5 holes (2 per
+sizes belong to one of its objects ("a table 60 mm high" with things on it), so a scene is
+asked only its counts, unless its words name no object ("like this, 190 by 100 by 125 mm", "this
+scene, 190 x 100 x 125"): then its sizes are all of it. Digits before "holes" or "legs" may be their size ("5 holes (2 per
 side)"), so they count only with the holes' size after them ("4 holes dia 6"). Anything in doubt
 asks nothing.
 
@@ -76,7 +77,7 @@ _BOXY = {"plate", "box", "enclosure", "case", "housing", "block", "brick", "slab
 _BOXY |= {"cuboid", "tray", "board", "panel", "tile", "sheet", "bar", "bracket"}
 # Words for a thing that say nothing of its make ("like this", "this part", "the object"): with
 # nothing else named, its size triple is its box too.
-_GENERIC_STEMS = {w[:4] for w in ("part", "piece", "object", "thing", "shape", "item")}
+_GENERIC_STEMS = {w[:4] for w in ("part", "piece", "object", "thing", "shape", "item", "scene")}
 _OBJECTS = {"blocks", "slabs", "layers", "tiers", "levels", "shelves", "boxes", "cubes"}
 _OBJECTS |= {"objects", "items", "legs", "dividers", "cans", "books", "bricks", "posts"}
 # Things called so are that shape seen along an axis: round, a hexagon (a hex nut, a hex
@@ -105,7 +106,10 @@ def asked_items(text: str, domain: str = "cad", edit: bool = False) -> list[dict
     reading = Reading(text, edit)
     if not reading.numbers:
         return []
-    items = [] if domain == "scene" else _sizes(reading)
+    # A scene's sizes belong to one of its objects ("a table 60 mm high" with things on it),
+    # unless the words name none: "like this, 190 by 100 by 125 mm" is all of what is pictured.
+    generic = reading.simple() and reading.thing <= _GENERIC_STEMS
+    items = _sizes(reading) if domain == "cad" or generic else []
     if not edit:
         items += _counts(reading, text, domain)
         holder = _thing_named(reading, _HOLDER_STEMS)

@@ -128,6 +128,11 @@ def test_a_thing_the_words_do_not_make_has_its_triple_as_its_box() -> None:
     assert asked("like this, 80 x 45 x 60 mm, with a tab") == [
         ("box", [80.0, 45.0, 60.0], "at_least")
     ]
+    # A scene whose words name no object is sized as a whole; one that names them is not.
+    assert asked("like this, 190 by 100 by 125 mm", "scene") == [
+        ("box", [190.0, 100.0, 125.0], "about")
+    ]
+    assert asked("a table 60 x 40 x 30 with a cup on it", "scene") == []
 
 
 def test_edits_ask_only_absolute_sizes_of_the_whole_and_scenes_only_counts() -> None:
