@@ -52,8 +52,9 @@ def add_eval_command(sub: Any) -> None:
         "--bind",
         choices=sorted(BINDING),
         default="on",
-        help="cad/scene: write each stated number into the parameter its words name, where "
-        "that is certain (default on; off measures the model's own numbers)",
+        help="cad/scene: mend a parameter the body reads under another name and write each "
+        "stated number into the parameter its words name, where that is certain (default on; "
+        "off measures the model's own programs)",
     )
     parser.add_argument(
         "--repair",
@@ -128,7 +129,9 @@ STEERING = {
 # What binding does to CAD and scene candidates, as the card and README state it (binding.py).
 BINDING = {
     "on": "each number a new CAD or scene request states is written into the candidate's "
-    "parameter its words name, where that is certain (genservice/generation/binding.py)",
+    "parameter its words name, where that is certain (genservice/generation/binding.py), "
+    "after a parameter the body reads under another name is renamed to it "
+    "(genservice/generation/mend.py)",
     "off": "",
 }
 

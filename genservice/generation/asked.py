@@ -25,10 +25,10 @@ teeth, notches, sizes of other features, "a 60 mm flange" (which size?).
 **Whose size it is** is wording.py's reading: a number is the whole's only when its words give
 it no other owner (a leg, a groove, each of several, a feature before it in a list). A scene's
 sizes belong to one of its objects ("a table 60 mm high" with things on it), so a scene is
-asked only its counts, unless its words name no object ("like this, 190 by 100 by 125 mm", "this
-scene, 190 x 100 x 125"): then its sizes are all of it. Digits before "holes" or "legs" may be their size ("5 holes (2 per
-side)"), so they count only with the holes' size after them ("4 holes dia 6"). Anything in doubt
-asks nothing.
+asked only its counts, unless its words name no object ("like this, 190 by 100 by 125 mm",
+"this scene, 190 x 100 x 125"): then its sizes are all of it. Digits before "holes" or "legs"
+may be their size ("5 holes (2 per side)"), so they count only with the holes' size after them
+("4 holes dia 6"). Anything in doubt asks nothing.
 
 **How closely.** `about` (within the check's tolerance) when the request names nothing but the
 thing and what is cut into it: then its sizes are the part's extents. Any other component ("a
