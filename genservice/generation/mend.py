@@ -5,8 +5,9 @@ block sets `length = 15.0`, the body extrudes by `thickness`, which nothing sets
 program dies with "NameError: name 'thickness' is not defined". A person fixing it in the
 editor renames the parameter. Mending does the same, where the program leaves no doubt:
 
-- exactly one name is read and never bound anywhere in the program (not a builtin, not
-  imported, not assigned, not a loop variable, argument or function);
+- exactly one name is read and never bound anywhere in the program (not a builtin or a name
+  the sandbox gives every script such as `show_object`, not imported, not assigned, not a loop
+  variable, argument or function);
 - exactly one top-level numeric parameter is set and never read.
 
 Then the two are one number under two names, and the parameter takes the name the body reads
@@ -20,9 +21,9 @@ from __future__ import annotations
 import ast
 import builtins
 
-from validators.cad.program import ProgramError, find_parameters, parse
+from validators.cad.program import SCRIPT_GLOBALS, ProgramError, find_parameters, parse
 
-_BUILTINS = frozenset(dir(builtins))
+_GIVEN = frozenset(dir(builtins)) | SCRIPT_GLOBALS  # set before the script's first line
 
 
 def mend_names(program: str) -> str:
@@ -35,7 +36,7 @@ def mend_names(program: str) -> str:
     if _dynamic(tree):
         return program
     bound, read = _names(tree)
-    unbound = read - bound - _BUILTINS
+    unbound = read - bound - _GIVEN
     unread = [
         name
         for name, p in find_parameters(tree).items()

@@ -128,7 +128,7 @@ def execute_script(source: str, options: dict[str, Any]) -> list[tuple[Any, str 
     def show_object(obj: Any, name: str | None = None, options: Any = None, **_: Any) -> None:
         shown.append((obj, name))
 
-    namespace: dict[str, Any] = {
+    namespace: dict[str, Any] = {  # SCRIPT_GLOBALS in program.py names these
         "__name__": "__main__",
         "show_object": show_object,
         "debug": lambda *args, **kwargs: None,

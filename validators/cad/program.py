@@ -18,6 +18,8 @@ from validators.python_source import parse as parse_python
 
 ParamValue = bool | int | float | str
 PROGRAM_FILENAME = "<program>"  # the name tracebacks give the script (see sandbox/guest/harness)
+# The names a script finds set when it runs, besides the builtins (guest.py execute_script).
+SCRIPT_GLOBALS = frozenset({"__name__", "show_object", "debug", "log"})
 
 
 class ProgramError(Exception):

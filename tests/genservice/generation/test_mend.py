@@ -39,8 +39,9 @@ def test_doubt_leaves_the_program_as_it_is() -> None:
     two_unread = SLIPPED.replace("hole_d = 3.5", "hole_d = 3.5\nspare = 1.0")
     read_in_a_derived = SLIPPED.replace("hole_d = 3.5", "hole_d = length / 4")
     star = "from math import *\n" + SLIPPED
+    shown = SLIPPED.replace("extrude(thickness)", "extrude(3)") + "show_object(result)\n"
     broken = SLIPPED + "result = (\n"
-    for program in (two_unbound, two_unread, read_in_a_derived, star, broken):
+    for program in (two_unbound, two_unread, read_in_a_derived, star, broken, shown):
         assert mend_names(program) == program
     whole = SLIPPED.replace("extrude(thickness)", "extrude(length)")
     assert mend_names(whole) == whole  # nothing unbound, nothing to mend
