@@ -55,3 +55,18 @@ result = post.union(arm)
 def test_unknown_domain_is_refused(pool: SandboxPool) -> None:
     with pytest.raises(ValueError, match="domain"):
         validate_cad(STACK, pool, domain="kitchen")
+
+
+def test_a_sound_scene_of_the_wrong_count_is_sound_but_not_as_asked(pool: SandboxPool) -> None:
+    # Two cubes where the spec asks three: the program ran and built sound objects (valid in
+    # the literature's sense), and the spec says what is wrong with it.
+    report = validate_cad(STACK, pool, domain="scene", spec={"solids": 3})
+    assert not report.valid
+    assert report.checks["solid"].passed
+    assert not report.checks["spec"].passed
+    assert report.checks["spec"].detail["items"]["solids"] == {
+        "requested": 3, "measured": 2, "ok": False, "score": pytest.approx(2 / 3)
+    }  # fmt: skip
+    assert report.metrics["geometry_sound"]
+    assert report.error is not None and "spec" in report.error.message
+    assert 0.0 < report.reward < validate_cad(STACK, pool, domain="scene", spec={"solids": 2}).reward
