@@ -167,11 +167,14 @@ def _sizes(reading: Reading) -> list[dict[str, Any]]:
     boxes: set[tuple[float, ...]] = set()
     for at in sorted(reading.numbers):
         number = reading.numbers[at]
-        if number.chain == [-1] or number.form == "count" or number.axis is None:
+        measures = number.axis
+        if measures is None and number.overall and not number.noun:
+            measures = "largest"  # "about 120 mm overall": no axis, so its largest extent
+        if number.chain == [-1] or number.form == "count" or measures is None:
             continue
-        if reading.edit and number.axis == "height":
+        if reading.edit and measures == "height":
             continue  # a program's "height" may lean: "make it 60 mm tall" of a phone stand
-        axis = "od" if number.axis == "diameter" and number.outer else number.axis
+        axis = "od" if measures == "diameter" and number.outer else measures
         if reading.owner(number, axis) != WHOLE:
             continue
         phrase = reading.phrase(number.start, number.end)
@@ -184,7 +187,7 @@ def _sizes(reading: Reading) -> list[dict[str, Any]]:
                 match = "about" if (simple and boxy) or number.overall else "at_least"
                 items.append({"what": "box", "values_mm": values, "match": match, "phrase": phrase})
             continue
-        what = number.axis
+        what = measures
         twin = {"across": "diameter", "diameter": "across"}.get(what, what)  # "OD 75, 75 across"
         if (what, number.value) in seen or (twin, number.value) in seen:
             continue

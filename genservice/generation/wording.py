@@ -62,6 +62,10 @@ _NUMBER_WORD_COMPOUND = re.compile(rf"\b({'|'.join(NUMBER_WORDS)})-([a-z])", re.
 _THROUGH = {"(", ":"}  # "a pipe flange (130 OD", "Flange: Ø130": the owner is before them
 _EACH = {"each", "every", "per", "both", "all", "apiece"}
 _MARKERS = {"overall", "total", "external", "footprint"}  # the whole's size, whatever comes before
+# Words that make a size the largest extent of the whole: "largest side 80", "max dimension 120",
+# "80 mm at its widest", "30 mm in size" (and a lone "120 mm overall", asked.py).
+_LARGEST = {"largest", "longest", "biggest", "greatest", "maximum", "max", "widest"}
+_LARGEST_OF = {"side", "dimension", "extent", "size", "edge"}
 _SKIP = {
     "a", "an", "the", "this", "that", "which", "its", "is", "are", "be", "being", "has", "have",
     "having", "with", "measuring", "measures", "sized", "size", "dimensions", "of", "to", "make",
@@ -208,6 +212,12 @@ class Reading:
         if word_at(words, j) in UNITS:
             j += 1
             number.end = j
+        largest = _largest_after(words, j)
+        if largest:  # "80 mm at its widest", "30 mm in size"
+            number.axis, number.whole, number.overall = "largest", True, True
+            number.end = j + largest
+            self.claimed.update(range(number.at + 1, number.end))
+            return
         axis = self._after_axis(j)
         if axis is not None:
             number.outer = word_at(words, j) in ("od", "outside", "outer")  # "60 mm OD"
@@ -244,6 +254,10 @@ class Reading:
             k -= 1
         if _marked(words, k, before=True):
             number.whole = number.overall = True  # "outer size 110x55x100", "footprint 80 by 75"
+        if number.axis is None and not number.noun and _largest_before(words, k):
+            number.axis, number.whole, number.overall = "largest", True, True
+            number.start = k - 1  # "largest side 80 mm", "max dimension of 120"
+            return
         label = None if k in self.claimed else self._before_axis(k)
         if label is not None:
             number.start = k
@@ -266,6 +280,9 @@ class Reading:
     def _after_axis(self, j: int) -> tuple[str, int] | None:
         """The axis a word at j names (and where its words end), or None."""
         words = self.words
+        led = words[j : j + 2] in (["in", "total"], ["in", "overall"])
+        if led and word_at(words, j + 2) in _AFTER:
+            j += 1  # "90 mm in total length"
         if j + 1 < len(words) and words[j] in _LEADS_AXIS and words[j + 1] in _AFTER:
             j += 1  # "40 mm in diameter", "80 outside diameter", "4 mm face width"
         if j >= len(words) or words[j] not in _AFTER:
@@ -515,13 +532,29 @@ def _marked(words: list[str], k: int, before: bool = False) -> bool:
     )
 
 
+def _largest_after(words: list[str], j: int) -> int:
+    """How many words at j say the size before them is the largest extent ("at its widest",
+    "at the longest", "in size"); 0 when they do not."""
+    if words[j : j + 2] == ["in", "size"]:
+        return 2
+    if word_at(words, j) == "at" and word_at(words, j + 1) in ("its", "the"):
+        return 3 if word_at(words, j + 2) in _LARGEST - {"max", "maximum"} else 0
+    return 0
+
+
+def _largest_before(words: list[str], k: int) -> bool:
+    """Whether the words ending at k call the size after them the largest extent ("largest
+    side", "max dimension", "longest edge")."""
+    return word_at(words, k) in _LARGEST_OF and word_at(words, k - 1) in _LARGEST
+
+
 def _numeric(word: str) -> bool:
     return word[:1].isdigit() or (word[:1] == "m" and word[1:2].isdigit()) or word in _WORDS
 
 
 _WORDS = set(NUMBER_WORDS)
 _KNOWN = _CUTS | _ABSTRACT | _NEUTRAL | _SKIP | _LEAD | set(_AFTER) | set(_BEFORE) | _WORDS
-_KNOWN |= _PHRASE_END | _JOINS | _EACH | _CLAUSE | _MARKERS
+_KNOWN |= _PHRASE_END | _JOINS | _EACH | _CLAUSE | _MARKERS | _LARGEST | _LARGEST_OF
 
 
 def _content(word: str) -> bool:

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from validators.cad.request import check_request, missed_only_the_request, request_check
+from validators.cad.request import (
+    check_request,
+    missed_only_the_request,
+    request_check,
+    sizes_off,
+)
 from validators.cad.validate import CadOptions, validate_cad
+from validators.report import Report
 from validators.reward import load_weights
 
 GEOMETRY = CadOptions(printability=False, physics=False)
@@ -113,3 +119,16 @@ def test_the_request_weighs_in_the_reward_of_cad_and_scenes() -> None:
     domains = load_weights()["domains"]
     assert domains["cad"]["request"] == domains["cad"]["spec"] > 0
     assert domains["scene"]["request"] > 0 and "request" not in domains["code"]
+
+
+def test_the_largest_size_is_the_largest_extent_and_says_how_far_off_it_is() -> None:
+    item = size("largest", 120)
+    assert request_check([item], metrics(30, 118, 40)).passed  # within 5 %, on any axis
+    small = request_check([item], metrics(30, 60, 40))
+    assert small is not None and not small.passed
+    assert small.detail["summary"] == "largest 60 mm, asked 120 mm"
+    assert not request_check([item], metrics(30, 160, 40)).passed  # too big is off too
+    assert check_request([item]) == [item]
+    # What the size fit reads: the factor that brings the largest extent to what was asked.
+    report = Report.build(False, 0.0, {"request": small}, None, {}, {})
+    assert sizes_off(report) == (2.0,)

@@ -19,7 +19,8 @@ What each size means for the extents [x, y, z] of the bounding box (people do no
 axis is the length and which the width, so only a height is tied to an axis):
 
 - height: z; length, width, depth, across: some extent, each its own (a "length 80, width 80"
-  part needs two extents of 80);
+  part needs two extents of 80); largest: the largest extent ("largest side 80", "about 120 mm
+  overall", "30 mm in size");
 - thickness: the thinnest extent, or z;
 - diameter: two extents, and round seen along the third axis (a disc, a rod: its outline fills
   at most ROUND_FILL of their square, `outline_fill` in the metrics; a square post of that width
@@ -64,7 +65,7 @@ from typing import Any
 
 from validators.report import Check, Report
 
-SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "box")
+SIZES = ("height", "length", "width", "depth", "thickness", "diameter", "across", "largest", "box")
 COUNTS = ("holes", "objects", "through_holes", "bored")
 SHAPES = ("hollow", "round", "hexagonal", "rectangular", "square")
 # A hollow thing (a cup, a tray) fills at most this share of its convex hull; a lump of the same
@@ -258,6 +259,8 @@ def _judge(item: dict[str, Any], extents: list[float], metrics: Mapping[str, Any
     result["asked"] = want
     if what == "height":
         return _verdict(result, extents[2], want, match)
+    if what == "largest":  # "largest side 80", "about 120 mm overall", "30 mm in size"
+        return _verdict(result, max(extents), want, match)
     if what == "thickness":
         thinnest = min(extents)
         if match == "at_least" or (not _near(thinnest, want) and _near(extents[2], want)):

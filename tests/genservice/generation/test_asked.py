@@ -245,3 +245,23 @@ def test_things_that_hold_something_ask_to_be_hollow() -> None:
     assert [
         i for i in asked_items("a table with a cup on it", "scene") if i["what"] == "hollow"
     ] == []
+
+
+def test_a_size_of_no_axis_called_overall_or_largest_is_the_largest_extent() -> None:
+    def largest(text: str) -> list[tuple[float, str]]:
+        return [(i["value_mm"], i["match"]) for i in asked_items(text) if i["what"] == "largest"]
+
+    assert largest("a bracket, 120 mm overall") == [(120.0, "about")]
+    assert largest("like this, about 80 mm overall") == [(80.0, "about")]
+    assert largest("a spacer, largest side 60 mm") == [(60.0, "about")]
+    assert largest("a phone stand, max dimension of 120 mm") == [(120.0, "about")]
+    assert largest("it is 80 mm at its widest") == [(80.0, "about")]
+    assert largest("a clip roughly 30 mm in size") == [(30.0, "about")]
+    # An axis word still says which extent: these are not the largest.
+    assert largest("a handle 120 mm long overall") == []
+    assert largest("115 x 85 x 55 mm overall") == []
+    assert largest("a knob 40 mm across at its widest") == []
+    assert [(i["what"], i["value_mm"]) for i in asked_items("a rod 90 mm in total length")] == [
+        ("length", 90.0)
+    ]
+    assert largest("6 holes overall in a plate 80 x 60 x 5") == []  # a count, not a size
