@@ -473,6 +473,9 @@ def _train_sft(
     from training.vlm import image_slots
 
     slots = image_slots(model)
+    if train_cfg.language_lr == 0:
+        _freeze_language_model(model, slots)
+        train_rows, val_rows = _pictured(train_rows, "train"), _pictured(val_rows, "val")
     pad_id = tokenizer.pad_token_id
     if pad_id is None:
         pad_id = tokenizer.eos_token_id
@@ -797,6 +800,36 @@ def _optimizer(model: Any, config: SFTConfig) -> Any:
         betas=(config.training.betas[0], config.training.betas[1]),
         weight_decay=config.training.weight_decay,
     )
+
+
+def _freeze_language_model(model: Any, slots: Any) -> None:
+    """Stop the language model learning (`training.language_lr: 0`): only the vision encoder and
+    projector train, so every text request is answered exactly as before."""
+    if slots is None:
+        raise SetupError(
+            "training.language_lr: 0 freezes the language model, which leaves a text model "
+            "nothing to train: set model.vision or give language_lr a positive rate"
+        )
+    for name, parameter in model.named_parameters():
+        if _is_language_parameter(name):
+            parameter.requires_grad_(False)
+
+
+def _pictured(rows: list[dict], which: str) -> list[dict]:
+    """The rows with a picture: with the language model frozen, a text row has nothing to teach."""
+    pictured = [row for row in rows if row.get("images")]
+    if not pictured and which == "train":
+        raise SetupError(
+            "training.language_lr: 0 trains only the vision encoder, and the training file "
+            "has no rows with pictures"
+        )
+    if len(pictured) < len(rows):
+        print(
+            f"language model frozen: {len(rows) - len(pictured)} {which} rows without a "
+            "picture left out",
+            file=sys.stderr,
+        )
+    return pictured
 
 
 def _is_language_parameter(name: str) -> bool:

@@ -201,7 +201,8 @@ class TrainingConfig:
     # bfloat16 autocast (weights and optimizer stay float32); None: on a GPU, off on the CPU.
     bf16: bool | None = None
     # With model.vision: the peak learning rate of the pre-trained language model, lower than
-    # `lr` (the new vision encoder and projector) so text requests keep their quality.
+    # `lr` (the new vision encoder and projector) so text requests keep their quality; 0
+    # freezes it, so that only the encoder and projector learn (text answers stay as they were).
     language_lr: float | None = None
 
     def __post_init__(self) -> None:
@@ -211,7 +212,7 @@ class TrainingConfig:
         for name in ("warmup_steps", "seed", "eval_every", "save_every", "num_threads"):
             _positive_int(section, name, getattr(self, name), zero_ok=True)
         _positive_number(section, "lr", self.lr)
-        if self.language_lr is not None:
+        if self.language_lr is not None and self.language_lr != 0:
             _positive_number(section, "language_lr", self.language_lr)
         if self.schedule not in SCHEDULES:
             raise ValueError(f"training.schedule must be one of {list(SCHEDULES)}")

@@ -172,6 +172,42 @@ def test_the_language_model_can_learn_gentler_than_the_new_vision_encoder(
         SFTConfig.from_dict(raw)
 
 
+def test_a_frozen_language_model_keeps_its_weights_while_the_encoder_learns(
+    image_data: Path, text_model: Path, tmp_path: Path
+) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    raw = micro_config(image_data, tmp_path / "frozen", max_steps=4, eval_every=0, save_every=0)
+    raw["model"] = {"from": str(text_model), "vision": VISION}
+    raw["training"]["language_lr"] = 0
+    train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+    summary = json.loads((tmp_path / "frozen" / SUMMARY_FILE).read_text())
+    assert summary["data"]["by_domain"] == {"cad": summary["data"]["train_examples"]}
+    before = load_file(str(text_model / "model.safetensors"))
+    after = load_file(str(tmp_path / "frozen" / "model.safetensors"))
+    language = [k for k in after if "vision_tower" not in k and "multi_modal_projector" not in k]
+    assert language
+    for key in language:  # the LLaVA wrapper renames the text model's tensors
+        source = key.replace("language_model.", "")
+        if source in before:  # the added image token's row is new; every other row is kept
+            assert torch.equal(after[key][: len(before[source])], before[source]), key
+    assert sum(k.replace("language_model.", "") in before for k in language) > len(language) / 2
+    # ... while the encoder and projector moved from where they were joined.
+    joined, _ = assemble_vlm(text_model, VisionSpec(**VISION), raw["training"]["seed"])
+    joined.save_pretrained(tmp_path / "joined")
+    start = load_file(str(tmp_path / "joined" / "model.safetensors"))
+    vision = [k for k in after if k not in language and k in start]
+    assert vision and any(not torch.equal(after[k], start[k]) for k in vision)
+    # With no vision encoder, a frozen language model leaves nothing to train.
+    raw = micro_config(image_data, tmp_path / "text", max_steps=2)
+    raw["model"] = {"from": str(text_model)}
+    raw["training"]["language_lr"] = 0
+    raw["data"]["train"] = str(image_data.parent / "text.jsonl")
+    with pytest.raises(SetupError, match="language_lr: 0"):
+        train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+
+
 def test_pictures_need_a_vision_model(image_data: Path, tmp_path: Path) -> None:
     raw = micro_config(image_data, tmp_path / "text", max_steps=2)
     with pytest.raises(SetupError, match=r"model\.vision"):
