@@ -802,7 +802,7 @@ def _optimizer(model: Any, config: SFTConfig) -> Any:
     )
 
 
-def _freeze_language_model(model: Any, slots: Any) -> None:
+def _freeze_language_model(model: Any, slots: tuple[int, int] | None) -> None:
     """Stop the language model learning (`training.language_lr: 0`): only the vision encoder and
     projector train, so every text request is answered exactly as before."""
     if slots is None:

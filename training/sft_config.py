@@ -27,14 +27,18 @@ def _positive_int(section: str, name: str, value: Any, zero_ok: bool = False) ->
         )
 
 
-def _positive_number(section: str, name: str, value: Any) -> None:
+def _positive_number(section: str, name: str, value: Any, zero_ok: bool = False) -> None:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
-        or value <= 0
+        or value < 0
+        or (value == 0 and not zero_ok)
     ):
-        raise ValueError(f"{section}.{name} must be a positive number, got {value!r}")
+        raise ValueError(
+            f"{section}.{name} must be a {'non-negative' if zero_ok else 'positive'} number, "
+            f"got {value!r}" + (" (0 freezes it)" if zero_ok else "")
+        )
 
 
 def _splits(section: str, name: str, value: Any) -> list[str]:
@@ -212,8 +216,8 @@ class TrainingConfig:
         for name in ("warmup_steps", "seed", "eval_every", "save_every", "num_threads"):
             _positive_int(section, name, getattr(self, name), zero_ok=True)
         _positive_number(section, "lr", self.lr)
-        if self.language_lr is not None and self.language_lr != 0:
-            _positive_number(section, "language_lr", self.language_lr)
+        if self.language_lr is not None:
+            _positive_number(section, "language_lr", self.language_lr, zero_ok=True)
         if self.schedule not in SCHEDULES:
             raise ValueError(f"training.schedule must be one of {list(SCHEDULES)}")
         if not (isinstance(self.min_lr_ratio, int | float) and 0 <= self.min_lr_ratio <= 1):
