@@ -246,6 +246,7 @@ def generation_request(rt: Runtime, job: Job, with_images: bool = True) -> Any:
         time_budget_s=r.get("time_budget_s"),
         repair=int(r.get("repair") or 0),
         fit=int(r.get("fit") or 0),
+        retrieve=int(r.get("retrieve") or 0),
     )
 
 
@@ -407,6 +408,8 @@ def stage_validate(ctx: StageContext) -> None:
             "finish_reason": sampled[s.index].get("finish_reason", ""),
             "report": s.report.to_dict(),
         }
+        if sampled[s.index].get("retrieved_from"):
+            entry["retrieved_from"] = sampled[s.index]["retrieved_from"]
         if s.preview is not None:
             entry["preview_url"] = store_candidate_preview(rt, job.id, index, s.preview)
         fresh.append(entry)
@@ -655,6 +658,7 @@ def outcome(scored: list[dict[str, Any]]) -> dict[str, Any]:
                 "program": c["program"],
                 **({"preview_url": c["preview_url"]} if c.get("preview_url") else {}),
                 **({"fitted_from": c["fitted_from"]} if "fitted_from" in c else {}),
+                **({"retrieved_from": c["retrieved_from"]} if "retrieved_from" in c else {}),
             }
             for c in scored
         ],

@@ -37,6 +37,8 @@ GenerateFn = Callable[[dict[str, Any], int, int], list[str]]
 RepairFn = Callable[[dict[str, Any], str, dict[str, Any], int, int], list[str]]
 REPAIR_DOMAINS = ("cad", "scene")
 ProgressFn = Callable[[int, int], None]
+# an image task -> the programs of the gallery parts that look like its picture
+RetrieveFn = Callable[[dict[str, Any]], list[str]]
 
 
 @dataclass
@@ -100,6 +102,13 @@ class TaskResult:
     after_fit: CandidateScore | None = None
     fit: dict[str, Any] | None = None
     best_program_fit: str | None = None
+    # with gallery parts beside the samples (an image task, when asked): their scores, and
+    # what serving would answer (the blind best of samples and gallery parts together)
+    retrieved: list[CandidateScore] | None = None
+    retrieved_programs: list[str] = field(default_factory=list)
+    served: CandidateScore | None = None
+    served_program: str | None = None
+    served_retrieved: bool = False  # whether the served answer is a gallery part
 
 
 def _cad_scores(
@@ -119,7 +128,7 @@ def _cad_scores(
         reference_mesh = combine([decode_mesh(p.get("mesh")) for p in built.payload["parts"]])
     options = CadOptions(printability=False, physics=task["domain"] == "scene")
     request = task_items(task)
-    target = _picture_target(task)
+    target = picture_target(task)
     sized = task.get("sized") == "bbox" and bool((task.get("spec") or {}).get("bbox_mm"))
     any_way = bool((task.get("spec") or {}).get("any_orientation"))
 
@@ -168,7 +177,7 @@ def _cad_scores(
         return list(threads.map(score, programs))
 
 
-def _picture_target(task: dict[str, Any]) -> Any | None:
+def picture_target(task: dict[str, Any]) -> Any | None:
     """The image_match target of an image task's first picture (None for a text task)."""
     if not task.get("images"):
         return None
@@ -240,6 +249,8 @@ def fit_task(
     program, score = result.programs[result.best], result.candidates[result.best]
     if result.after_best is not None and result.best_program_after is not None:
         program, score = result.best_program_after, result.after_best
+    if result.served is not None and result.served_program is not None:
+        program, score = result.served_program, result.served
     prompt = task.get("prompt", "")
 
     def blind(programs: list[str]) -> list[CandidateScore]:
@@ -317,6 +328,23 @@ def repair_task(
     result.after_best, result.best_program_after = best, best_program
 
 
+def retrieve_task(
+    task: dict[str, Any], result: TaskResult, retrieve: RetrieveFn, pool: Any, limits: Any = None
+) -> None:
+    """Score an image task's gallery parts (gallery.py) and choose, blind, what serving would
+    answer: the best of the samples (after repair, when it ran) and the gallery parts."""
+    program, best = result.programs[result.best], result.candidates[result.best]
+    if result.after_best is not None and result.best_program_after is not None:
+        program, best = result.best_program_after, result.after_best
+    extra = retrieve(task)
+    scores = score_programs(task, extra, pool, limits) if extra else []
+    result.retrieved, result.retrieved_programs = scores, extra
+    result.served, result.served_program = best, program
+    for other, score in zip(extra, scores, strict=True):
+        if score.rank > result.served.rank:
+            result.served, result.served_program, result.served_retrieved = score, other, True
+
+
 def evaluate_task(
     task: dict[str, Any], programs: list[str], pool: Any, limits: Any = None
 ) -> TaskResult:
@@ -349,6 +377,19 @@ def summarise(results: list[TaskResult]) -> dict[str, Any]:
         repaired = [r for r in cad if r.after_one is not None and r.after_best is not None]
         if repaired:
             out["after_repair"] = _repair_metrics(repaired)
+        served = [r for r in cad if r.served is not None and r.retrieved is not None]
+        if served:
+            k = max(len(r.retrieved or []) for r in served)
+            out["with_gallery"] = {
+                f"best_of_{len(served[0].candidates)}+{k}": _cad_metrics(
+                    [r.served for r in served if r.served is not None]
+                ),
+                "gallery_best_of_k": _cad_metrics(
+                    [max(r.retrieved, key=lambda s: s.rank) for r in served if r.retrieved]
+                ),
+                "tasks": len(served),
+                "answered_from_gallery": _share([r.served_retrieved for r in served]),
+            }
         fitted = [r for r in cad if r.after_fit is not None and r.fit is not None]
         if fitted:
             out["after_fit"] = {
@@ -464,10 +505,12 @@ def run_evaluation(
     repair: RepairFn | None = None,
     rounds: int = 0,
     fit: int = 0,
+    retrieve: RetrieveFn | None = None,
 ) -> list[TaskResult]:
     """Generate N candidates per task and score them (then, with `rounds` of `repair`, repair
-    the failing ones of CAD and scene tasks: repair_task; and with `fit` rounds, fit the best
-    of an image task to its picture: fit_task)."""
+    the failing ones of CAD and scene tasks: repair_task; with `retrieve`, add an image task's
+    gallery parts: retrieve_task; and with `fit` rounds, fit the best of an image task to its
+    picture: fit_task)."""
     items = list(tasks)
     results = []
     for index, task in enumerate(items):
@@ -475,6 +518,8 @@ def run_evaluation(
         result = evaluate_task(task, programs, pool, limits)
         if repair is not None and rounds > 0 and task["domain"] in REPAIR_DOMAINS:
             repair_task(task, result, repair, rounds, seed, pool, limits)
+        if retrieve is not None and task.get("images") and task["domain"] in REPAIR_DOMAINS:
+            retrieve_task(task, result, retrieve, pool, limits)
         if fit > 0 and task["domain"] in REPAIR_DOMAINS and not task.get("previous_program"):
             fit_task(task, result, fit, pool, limits)
         results.append(result)
@@ -697,6 +742,8 @@ def write_outputs(results: list[TaskResult], out: Path, meta: dict[str, Any]) ->
             **(
                 {
                     "after_fit": r.after_fit.__dict__ if r.after_fit else None,
+                    "served": r.served.__dict__ if r.served else None,
+                    "served_from_gallery": r.served_retrieved,
                     "fit": r.fit,
                     "best_program_fit": r.best_program_fit,
                 }

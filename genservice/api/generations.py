@@ -22,6 +22,7 @@ from genservice.api.views import job_out
 from genservice.celery import dispatch
 from genservice.config import Settings
 from genservice.generation.fit import default_fit
+from genservice.generation.gallery import default_retrieve
 from genservice.generation.pictures import PictureError, check_picture
 from genservice.store import jobs
 from genservice.store.assets import candidate_preview_key
@@ -261,6 +262,7 @@ async def create_generation(request: Request, service: State, key: Key) -> JobAc
         "images": _save_images(service, images),
         "repair": body.repair,
         "fit": body.fit if body.fit is not None else default_fit(bool(images)),
+        "retrieve": body.retrieve if body.retrieve is not None else default_retrieve(bool(images)),
     }
     job = jobs.create_job(
         service.db,

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
+from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT
 
 Domain = Literal["cad", "scene", "code"]
 ExportFormat = Literal["glb", "step", "stl", "3mf", "ply", "spz", "splat-glb", "png"]
@@ -74,6 +75,14 @@ class GenerationCreate(Strict):
         "it stays sound: to the sizes the prompt states when only those are off, then (with a "
         f"picture) to look more like the picture (0 = off; default {DEFAULT_FIT} with a picture, "
         "0 without); the result says what changed under `fit`",
+    )
+    retrieve: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_RETRIEVE,
+        description="cad/scene with a picture: this many parts of the model's gallery that look "
+        "most like the picture join the sampled candidates, judged by the same checks (0 = off; "
+        f"default {RETRIEVE_DEFAULT} with a picture); such a candidate has `retrieved_from`",
     )
 
 

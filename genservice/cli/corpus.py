@@ -15,7 +15,7 @@ SPLIT_CHOICES = ("train", "val", "test", "ood")
 
 
 def add_corpus_commands(sub: Any) -> None:
-    """Register `corpus` (actions `build` and `families`) on the CLI's subparsers."""
+    """Register `corpus` (build, images, gallery, families) on the CLI's subparsers."""
     corpus = sub.add_parser(
         "corpus",
         help="build a procedural task set (CAD parts, scenes, code) as JSONL",
@@ -111,6 +111,26 @@ def add_corpus_commands(sub: Any) -> None:
     images.add_argument("--timeout", type=float, help="sandbox seconds per program")
     images.add_argument("--quiet", action="store_true", help="no progress bar")
     images.add_argument("--json", action="store_true", help="print the summary as JSON")
+    gallery = actions.add_parser(
+        "gallery",
+        help="draw train-split programs into a model's picture gallery",
+        description="Run the corpus's train-split CAD and scene programs in the sandbox (one "
+        "per distinct program; never test-split or held-out ones) and draw each from the "
+        "gallery's viewpoints as coarse silhouettes into DIR (a model's `gallery/` folder). "
+        "A picture request to that model gets the entries that look most like its picture as "
+        "candidates beside the model's samples (`--retrieve`). Same corpus, limit and seed: "
+        "the same gallery.",
+    )
+    gallery.add_argument("source", type=Path, metavar="TASKS.jsonl")
+    gallery.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    gallery.add_argument(
+        "--limit", type=int, default=0, help="at most this many programs (default 0: all)"
+    )
+    gallery.add_argument("--seed", type=int, default=0, help="which programs --limit keeps")
+    gallery.add_argument("--workers", type=int, help="sandbox workers")
+    gallery.add_argument("--timeout", type=float, help="sandbox seconds per program")
+    gallery.add_argument("--quiet", action="store_true", help="no progress bar")
+    gallery.add_argument("--json", action="store_true", help="print the summary as JSON")
     families = actions.add_parser("families", help="list the task families")
     families.add_argument("--domains", help="comma-separated: cad,scene,code (default: all)")
     families.add_argument("--json", action="store_true")
@@ -122,7 +142,59 @@ def corpus_command(args: argparse.Namespace) -> int:
         return _families(args)
     if args.action == "images":
         return _images(args)
+    if args.action == "gallery":
+        return _gallery(args)
     return _build(args)
+
+
+def _gallery(args: argparse.Namespace) -> int:
+    """`genservice corpus gallery`: a model's picture gallery from a corpus's train split."""
+    from genservice.cli.common import open_pool, sandbox_limits
+    from training.corpus.build import _progress as progress_bar
+    from training.gallery import build_gallery
+
+    if not args.source.is_file():
+        raise UsageError(f"{args.source} is not a file")
+    if args.limit < 0:
+        raise UsageError(f"--limit must be 0 (all) or more, got {args.limit}")
+    if args.output.exists() and not args.output.is_dir():
+        raise UsageError(f"{args.output} is a file: the gallery is a folder")
+    limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
+    bar = None if args.quiet or args.json else progress_bar()
+    task = bar.add_task("drawing the gallery", total=None) if bar is not None else None
+    if bar is not None:
+        bar.start()
+    try:
+        with open_pool(workers, limits, isolation, "cad") as pool:
+            gallery, stats = build_gallery(
+                args.source, args.output, pool, workers, limits, args.limit, args.seed,
+                progress=(lambda done, total: bar.update(task, completed=done, total=total))
+                if bar is not None else None,
+            )  # fmt: skip
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc}") from exc
+    finally:
+        if bar is not None:
+            bar.stop()
+    found = {
+        "path": str(args.output),
+        "entries": len(gallery),
+        "families": len(stats.families),
+        "failed": stats.failed,
+        "failures": stats.failures[:20],
+    }
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0
+    print(
+        f"wrote {len(gallery)} entries of {len(stats.families)} families to {args.output}"
+        f" ({stats.failed} programs built nothing to draw)"
+    )
+    for failure in stats.failures[:5]:
+        print(f"  {failure}")
+    return 0
 
 
 def _images(args: argparse.Namespace) -> int:

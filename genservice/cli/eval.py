@@ -11,6 +11,7 @@ from typing import Any
 from genservice.cli.common import UsageError, cli_device, sandbox_limits
 from genservice.generation.engine import MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
+from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT
 
 # Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
 # only, so no test task is ever a training task whatever seed the training corpus used.
@@ -73,6 +74,15 @@ def add_eval_command(sub: Any) -> None:
         "parameters to the request, as serving fits: to the sizes its words state when only "
         f"those are off, then to an image task's picture (serving's default is {DEFAULT_FIT} "
         "with a picture, 0 without); default 0",
+    )
+    parser.add_argument(
+        "--retrieve",
+        type=int,
+        default=0,
+        metavar="K",
+        help="image tasks: also measure what serving answers with K parts of the model's "
+        "gallery that look most like the picture beside the N samples (serving's default is "
+        f"{RETRIEVE_DEFAULT} with a picture); the fit then starts from that answer; default 0",
     )
     parser.add_argument(
         "--modality",
@@ -187,6 +197,8 @@ def eval_command(args: argparse.Namespace) -> int:
         raise UsageError(f"--repair must be between 0 and {MAX_REPAIR}")
     if not 0 <= args.fit <= MAX_FIT:
         raise UsageError(f"--fit must be between 0 and {MAX_FIT}")
+    if not 0 <= args.retrieve <= MAX_RETRIEVE:
+        raise UsageError(f"--retrieve must be between 0 and {MAX_RETRIEVE}")
     domains = [d.strip() for d in args.domains.split(",")] if args.domains else None
     if domains and set(domains) - {"cad", "scene", "code"}:
         raise UsageError("--domains takes cad, scene and code")
@@ -201,7 +213,7 @@ def eval_command(args: argparse.Namespace) -> int:
     from genservice.generation.loader import ModelNotFoundError, default_model_dir, load_model
     from genservice.generation.prompts import build_repair_messages, clean_completion
     from genservice.generation.sampler import sample
-    from training.evaluate import run_evaluation, write_outputs
+    from training.evaluate import picture_target, run_evaluation, write_outputs
     from training.sft import task_messages
     from validators.sandbox import SandboxPool, SandboxUnavailable
     from validators.sandbox.pool import DEFAULT_PRELOAD
@@ -250,6 +262,16 @@ def eval_command(args: argparse.Namespace) -> int:
         )  # fmt: skip
         return generate(task, n, seed, messages)
 
+    def retrieve(task: dict[str, Any]) -> list[str]:
+        # Asked exactly as serving retrieves (engine.retrieve_programs): the first picture.
+        found = loaded.gallery.nearest(picture_target(task), task["domain"], args.retrieve)
+        programs = [r.entry.program for r in found]
+        if args.bind == "off":
+            return programs
+        return bind_candidates(programs, task["domain"], task["prompt"])
+
+    if args.retrieve and loaded.gallery is None:
+        raise UsageError(f"--retrieve: the model at {model_dir} has no gallery/")
     limits, workers, isolation = sandbox_limits(None, args.workers)
     preload = (*DEFAULT_PRELOAD, "validators.code.guest")
     progress = Progress(
@@ -277,6 +299,7 @@ def eval_command(args: argparse.Namespace) -> int:
             repair=repair,
             rounds=args.repair,
             fit=args.fit,
+            retrieve=retrieve if args.retrieve else None,
         )
     meta = {
         "model": str(model_dir),
@@ -299,6 +322,7 @@ def eval_command(args: argparse.Namespace) -> int:
         "modality": args.modality,
         "repairing": REPAIRING.format(k=args.repair) if args.repair else "",
         "fit": args.fit,
+        "retrieve": args.retrieve,
         "fitting": FITTING.format(k=args.fit) if args.fit else "",
         "command": "genservice " + " ".join(sys.argv[1:]),
     }

@@ -22,6 +22,7 @@ from typing import Any
 from genservice.cli.common import UsageError, cli_device, open_pool, sandbox_limits
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, MAX_FIT, default_fit
+from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, default_retrieve
 
 EXIT_OK, EXIT_FAILED = 0, 1
 DEFAULT_FORMATS = "glb,step,stl,png"
@@ -83,6 +84,14 @@ def add_generate_command(sub: Any) -> None:
         "sound: to the sizes the prompt states when only those are off, then (with --image) "
         f"to look more like the picture (default {DEFAULT_FIT} with --image, else 0; "
         f"at most {MAX_FIT})",
+    )
+    generate.add_argument(
+        "--retrieve",
+        type=int,
+        metavar="K",
+        help="cad/scene with --image: K parts of the model's gallery that look most like the "
+        f"picture join the candidates (default {RETRIEVE_DEFAULT} with --image, else 0; "
+        f"at most {MAX_RETRIEVE}; none when the model has no gallery)",
     )
     generate.add_argument(
         "--device", help="auto, cpu, cuda, cuda:1 … (default: $GENSERVICE_DEVICE, else auto)"
@@ -203,6 +212,9 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
     fit = args.fit if args.fit is not None else default_fit(bool(args.image))
     if not 0 <= fit <= MAX_FIT:
         raise UsageError(f"--fit must be between 0 and {MAX_FIT}")
+    retrieve = args.retrieve if args.retrieve is not None else default_retrieve(bool(args.image))
+    if not 0 <= retrieve <= MAX_RETRIEVE:
+        raise UsageError(f"--retrieve must be between 0 and {MAX_RETRIEVE}")
     if (args.edit is None) != (args.instruction is None):
         raise UsageError("--edit SCRIPT and --instruction TEXT go together")
     previous = _read_text(args.edit, "the program to edit") if args.edit is not None else None
@@ -217,6 +229,7 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
         "instruction": args.instruction,
         "repair": args.repair,
         "fit": fit,
+        "retrieve": retrieve,
     }
     if args.domain == "code":
         if args.tests is None or not args.entry_point:

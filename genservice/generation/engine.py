@@ -15,6 +15,7 @@ from typing import Any
 from genservice.generation.binding import bind_candidates
 from genservice.generation.entry_point import EntryPoint, check_entry_point
 from genservice.generation.fit import MAX_FIT, Fit, fit_candidate
+from genservice.generation.gallery import MAX_RETRIEVE
 from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
 from genservice.generation.rerank import rerank, valid_but_the_picture
@@ -49,12 +50,15 @@ class GenerationRequest:
     time_budget_s: float | None = None  # code: seconds for all the tests (validators.code)
     repair: int = 0  # rounds of repair when no candidate is valid (cad and scene)
     fit: int = 0  # rounds of fitting the best to its stated sizes and picture (cad and scene)
+    retrieve: int = 0  # gallery parts that look like the picture, as extra candidates (gallery.py)
 
     def __post_init__(self) -> None:
         if not 0 <= self.repair <= MAX_REPAIR:
             raise ValueError(f"repair must be between 0 and {MAX_REPAIR} rounds")
         if not 0 <= self.fit <= MAX_FIT:
             raise ValueError(f"fit must be between 0 and {MAX_FIT} rounds")
+        if not 0 <= self.retrieve <= MAX_RETRIEVE:
+            raise ValueError(f"retrieve must be between 0 and {MAX_RETRIEVE} gallery parts")
         if self.domain not in DOMAINS:
             raise ValueError(f"domain must be one of {DOMAINS}, not {self.domain!r}")
         if not self.prompt.strip():
@@ -99,6 +103,7 @@ class Candidate:
     finish_reason: str
     round: int = 0  # 0: the first sampling; r: written in repair round r
     fitted_from: int | None = None  # the candidate this one was fitted to the request from
+    retrieved_from: str | None = None  # the gallery entry it is (finish_reason "retrieved")
 
     def to_dict(self, with_report: bool = False) -> dict[str, Any]:
         """JSON form (the Report only on request)."""
@@ -110,6 +115,7 @@ class Candidate:
             "finish_reason": self.finish_reason,
             "round": self.round,
             "fitted_from": self.fitted_from,
+            "retrieved_from": self.retrieved_from,
         }
         if with_report:
             data["report"] = self.report.to_dict()
@@ -178,10 +184,14 @@ class Sampled:
     program: str
     finish_reason: str
     tokens: int
+    retrieved_from: str | None = None  # a gallery entry's id: not sampled but retrieved
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (jobs store it between the generate and validate stages)."""
-        return {"program": self.program, "finish_reason": self.finish_reason, "tokens": self.tokens}
+        data = {"program": self.program, "finish_reason": self.finish_reason, "tokens": self.tokens}
+        if self.retrieved_from is not None:
+            data["retrieved_from"] = self.retrieved_from
+        return data
 
 
 def sample_programs(
@@ -192,11 +202,14 @@ def sample_programs(
     seed: int | None = None,
 ) -> list[Sampled]:
     """Sample request.n programs for the request (one prefill, shared KV cache), cleaned; for a
-    new CAD or scene request, each bound to the numbers it states (binding.py). `messages` and
-    `seed` replace the request's own (a repair round asks with `repair_messages`)."""
+    new CAD or scene request, each bound to the numbers it states (binding.py). A new picture
+    request also gets up to `request.retrieve` parts of the model's gallery that look like its
+    picture (gallery.py), after the samples. `messages` and `seed` replace the request's own (a
+    repair round asks with `repair_messages`, and retrieves nothing)."""
     loaded.check_images(len(request.images))
     notify = progress or (lambda *event: None)
     settings = request.sampling()
+    retrieved = retrieve_programs(request, loaded) if messages is None else []
     if messages is None:
         messages = loaded.messages(
             request.domain,
@@ -223,15 +236,31 @@ def sample_programs(
         ),
     )
     programs = bind_candidates(
-        [clean_completion(c.text) for c in completions],
+        [clean_completion(c.text) for c in completions] + [r.entry.program for r in retrieved],
         request.domain,
         request.prompt,
         request.previous_program,
     )
-    return [
+    sampled = [
         Sampled(program, c.finish_reason, len(c.tokens))
-        for program, c in zip(programs, completions, strict=True)
+        for program, c in zip(programs, completions, strict=False)
     ]
+    return sampled + [
+        Sampled(program, "retrieved", 0, r.entry.id)
+        for program, r in zip(programs[len(completions) :], retrieved, strict=True)
+    ]
+
+
+def retrieve_programs(request: GenerationRequest, loaded: LoadedModel) -> list[Any]:
+    """The gallery entries (gallery.Retrieved) that look most like a new CAD or scene
+    request's picture; none without a picture, a gallery or `request.retrieve`."""
+    if not (request.images and request.retrieve and request.previous_program is None):
+        return []
+    if request.domain not in ("cad", "scene") or loaded.gallery is None:
+        return []
+    from genservice.generation.image_match import Target
+
+    return list(loaded.gallery.nearest(Target(request.images[0]), request.domain, request.retrieve))
 
 
 def rank_programs(
@@ -273,6 +302,7 @@ def rank_programs(
             s.report,
             sampled[s.index].finish_reason,
             repair_round,
+            retrieved_from=sampled[s.index].retrieved_from,
         )
         for s in ranked
     ]

@@ -91,6 +91,13 @@ class LoadedModel:
 
         return ExampleIndex.load(self.path)
 
+    @cached_property
+    def gallery(self) -> Any:
+        """The model's picture gallery (a gallery.Gallery), or None when it has none."""
+        from genservice.generation.gallery import Gallery
+
+        return Gallery.load(self.path)
+
     def messages(
         self,
         domain: str,

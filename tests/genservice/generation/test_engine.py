@@ -200,3 +200,38 @@ def test_a_part_from_a_picture_is_fitted_to_it(monkeypatch, llava, pool):
     assert generate(edit, llava, pool).fit is None  # an edit changes only what its words ask
     with pytest.raises(ValueError, match="fit must be"):
         GenerationRequest("x", fit=99)
+
+
+def test_a_picture_request_gets_the_gallery_parts_that_look_like_it(
+    monkeypatch, llava, pool, tmp_path
+):
+    """The model's gallery parts that look like the picture join its samples as candidates."""
+    import json
+
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import render
+    from genservice.generation.gallery import Gallery
+    from training.gallery import build_gallery
+
+    pictured = PLATE.format(width=30.0)
+    rows = [{"id": "plate-30", "domain": "cad", "family": "plate", "split": "train",
+             "prompt": "a plate", "reference": pictured}]  # fmt: skip
+    source = tmp_path / "tasks.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    build_gallery(source, tmp_path / "model" / "gallery", pool, 1)
+    monkeypatch.setattr(llava, "gallery", Gallery.load(tmp_path / "model"), raising=False)
+    parts, _ = script_parts(pictured, pool, domain="cad")
+    picture = Image.fromarray(render(parts, ["iso"], size=96))
+    monkeypatch.setattr(engine, "sample", _scripted([PLATE.format(width=12.0)], {}))
+    result = generate(
+        GenerationRequest("make this", images=(picture,), n=1, retrieve=2), llava, pool
+    )
+    assert len(result.candidates) == 2  # one sample, one gallery part (the gallery has one)
+    best, sampled = result.candidates
+    assert best.retrieved_from == "plate-30" and best.finish_reason == "retrieved"
+    assert best.valid and best.program == pictured and sampled.retrieved_from is None
+    assert result.to_dict()["candidates"][0]["retrieved_from"] == "plate-30"
+    alone = generate(GenerationRequest("make this", images=(picture,), n=1), llava, pool)
+    assert [c.retrieved_from for c in alone.candidates] == [None]  # retrieve=0: samples only

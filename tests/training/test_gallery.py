@@ -1,0 +1,118 @@
+"""The picture gallery: train-split programs drawn once, found again from a photo-like picture."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from genservice.generation.engine import GenerationRequest, retrieve_programs
+from genservice.generation.gallery import Gallery, GalleryEntry, gallery_views
+from genservice.generation.image_match import Target
+from training.corpus.images import draw_look, picture
+from training.gallery import build_gallery
+
+HEADER = "import cadquery as cq\n\n"
+PROGRAMS = {
+    "plate": HEADER + "length = 90.0\nwidth = 40.0\nthickness = 5.0\n\nresult = "
+    "cq.Workplane('XY').box(length, width, thickness)\n",
+    "tube": HEADER + "diameter = 30.0\nheight = 80.0\nbore = 18.0\n\nresult = "
+    "cq.Workplane('XY').circle(diameter / 2).circle(bore / 2).extrude(height)\n",
+    "cone": HEADER + "base = 60.0\nheight = 50.0\n\nresult = cq.Workplane('XY').circle(base / 2)"
+    ".workplane(offset=height).circle(2).loft()\n",
+    "ell": HEADER + "leg = 60.0\nthickness = 8.0\nwidth = 30.0\n\nresult = cq.Workplane('XZ')"
+    ".polyline([(0, 0), (leg, 0), (leg, thickness), (thickness, thickness), (thickness, leg),"
+    " (0, leg)]).close().extrude(width)\n",
+}
+
+
+def _row(name: str, split: str = "train", domain: str = "cad") -> dict:
+    return {"id": f"{name}-{split}", "domain": domain, "family": name, "split": split,
+            "prompt": f"a {name}", "reference": PROGRAMS[name]}  # fmt: skip
+
+
+def _corpus(folder: Path, rows: list[dict]) -> Path:
+    source = folder / "tasks.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return source
+
+
+def test_a_gallery_finds_the_pictured_part_and_never_holds_a_test_row(tmp_path: Path, pool) -> None:
+    rows = [_row(name) for name in PROGRAMS] + [_row("plate", "test")]
+    rows.append({**_row("tube"), "id": "tube-again"})  # the same program twice: one entry
+    rows.append({"id": "code-1", "domain": "code", "family": "primes", "split": "train"})
+    source = _corpus(tmp_path, rows)
+    out = tmp_path / "model" / "gallery"
+    built, stats = build_gallery(source, out, pool, 1, limit=0, seed=0)
+    assert sorted(e.id for e in built.entries) == sorted(f"{n}-train" for n in PROGRAMS)
+    assert stats.failed == 0
+    loaded = Gallery.load(tmp_path / "model")
+    assert loaded is not None and len(loaded) == len(PROGRAMS)
+    assert loaded.packed.shape[1] == len(gallery_views())
+
+    from exporters.export import script_parts
+
+    rng = random.Random(5)
+    for name in PROGRAMS:  # each drawn as the image corpus draws a photo: a random look
+        parts, _ = script_parts(PROGRAMS[name], pool)
+        target = Target(picture(parts, draw_look(rng)))
+        found = loaded.nearest(target, "cad", k=2)
+        assert found[0].entry.family == name, (name, found)
+        assert found[0].score > found[1].score
+    assert loaded.nearest(target, "scene", k=2) == []  # another domain has no entries here
+
+
+def test_a_failed_build_keeps_the_old_gallery_and_says_why(tmp_path: Path, pool) -> None:
+    out = tmp_path / "gallery"
+    build_gallery(_corpus(tmp_path, [_row("plate")]), out, pool, 1)
+    before = (out / "entries.jsonl.gz").read_bytes()
+    broken = {**_row("plate"), "id": "broken", "reference": HEADER + "result = cq.Workplane(\n"}
+    with pytest.raises(ValueError, match="could be drawn"):
+        build_gallery(_corpus(tmp_path, [broken]), out, pool, 1)
+    with pytest.raises(ValueError, match="no train-split"):
+        build_gallery(_corpus(tmp_path, [_row("plate", "test")]), out, pool, 1)
+    assert (out / "entries.jsonl.gz").read_bytes() == before
+
+
+def _fake_gallery(families: list[str]) -> Gallery:
+    entries = [GalleryEntry(f"e{i}", "cad", family, f"# part {i}\n") for i, family in
+               enumerate(families)]  # fmt: skip
+    drawn = np.zeros((len(entries), len(gallery_views()), 24, 24), dtype=bool)
+    for i in range(len(entries)):  # entry i: a square of side 24 - 2i, more unlike as i grows
+        drawn[i, :, : 24 - 2 * i, : 24 - 2 * i] = True
+    return Gallery(entries, np.stack([Gallery.pack(d) for d in drawn]))
+
+
+def test_nearest_caps_each_family_and_a_request_gets_what_it_asks() -> None:
+    gallery = _fake_gallery(["a", "a", "a", "b"])
+    square = np.zeros((64, 64, 3), dtype=np.uint8) + 255
+    square[8:56, 8:56] = (40, 60, 200)
+    target = Target(square)
+    found = gallery.nearest(target, "cad", k=4)
+    assert [r.entry.id for r in found] == ["e0", "e1", "e3"]  # at most two of family "a"
+    assert found[0].score == pytest.approx(1.0)
+
+    loaded = SimpleNamespace(gallery=gallery)
+    asked = GenerationRequest("make this", images=(square,), retrieve=2)
+    assert [r.entry.id for r in retrieve_programs(asked, loaded)] == ["e0", "e1"]  # type: ignore[arg-type]
+    for request in (
+        GenerationRequest("make this", images=(square,), retrieve=0),
+        GenerationRequest("a plate", retrieve=2),  # no picture
+        GenerationRequest(
+            "make this", images=(square,), retrieve=2, previous_program="x = 1", instruction="wider"
+        ),  # an edit keeps its own program
+    ):
+        assert retrieve_programs(request, loaded) == []  # type: ignore[arg-type]
+    assert retrieve_programs(asked, SimpleNamespace(gallery=None)) == []  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="retrieve must be between"):
+        GenerationRequest("make this", retrieve=99)
+
+
+def test_a_gallery_that_does_not_match_its_views_is_refused() -> None:
+    entries = [GalleryEntry("e0", "cad", "a", "# part\n")]
+    with pytest.raises(ValueError, match="rebuild it"):
+        Gallery(entries, np.zeros((1, 3, 72), dtype=np.uint8))
