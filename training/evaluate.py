@@ -580,6 +580,16 @@ def modality_table(summary: dict[str, Any]) -> str:
             f"| {_num(best.get('iou_all_median'))} | {_num(best.get('image_match_median'))} "
             f"| {_pct(best.get('as_pictured'))} | {_pct(best.get('bbox_within_5pct'))} |"
         )
+        gallery = group.get("with_gallery")
+        if gallery:
+            served = gallery[next(k for k in gallery if k.startswith("best_of_"))]
+            lines.append(
+                f"| {name}, with gallery parts ({_pct(gallery['answered_from_gallery'])} "
+                f"answered from it) | {gallery['tasks']} | – | – | – | – "
+                f"| {_num(served.get('iou_all_median'))} "
+                f"| {_num(served.get('image_match_median'))} "
+                f"| {_pct(served.get('as_pictured'))} | {_pct(served.get('bbox_within_5pct'))} |"
+            )
         fitted = group.get("after_fit")
         if fitted:
             after = fitted[next(k for k in fitted if k.startswith("best_of_"))]

@@ -63,7 +63,7 @@ def pooled(cells: np.ndarray) -> np.ndarray:
     """A normalised silhouette of image_match's grid at GRID cells a side (a cell is set when
     any of the cells it covers is: exactly what normalising at GRID would give)."""
     side = cells.shape[0] // GRID
-    return cells.reshape(GRID, side, GRID, side).any(axis=(1, 3))
+    return np.asarray(cells.reshape(GRID, side, GRID, side).any(axis=(1, 3)), dtype=bool)
 
 
 def silhouettes(parts: Any) -> np.ndarray:

@@ -177,6 +177,49 @@ def test_fitting_to_the_picture_is_measured_as_served(pool, tmp_path):
     assert "| image, fitted to the request | 1 |" in text.read_text()
 
 
+def test_gallery_parts_are_measured_beside_the_samples_and_chosen_blind(pool, tmp_path):
+    """An image task whose sample is the wrong width and whose gallery part is the pictured
+    one: the served answer is the gallery part (chosen by image_match, never by IoU), the
+    samples' own figures are unchanged, and the fit starts from the served answer."""
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import render
+
+    reference = SOLID_PLATE.replace("40.0", "30.0")
+    parts, _ = script_parts(reference, pool, domain="cad")
+    picture = tmp_path / "plate.png"
+    Image.fromarray(render(parts, size=96)).save(picture)
+    task = {"id": "pictured-2", "domain": "cad", "family": "plate", "split": "test",
+            "prompt": "make this", "reference": reference, "images": [str(picture)]}  # fmt: skip
+    asked: list[str] = []
+
+    def retrieve(t):
+        asked.append(t["id"])
+        return [BROKEN, reference]
+
+    (result,) = run_evaluation(
+        [task], lambda t, n, s: [NARROW][:n], pool, n=1, seed=0, fit=1, retrieve=retrieve
+    )
+    assert asked == ["pictured-2"] and result.retrieved_programs == [BROKEN, reference]
+    assert result.served_retrieved and result.served_program == reference
+    assert result.served is not None and result.served.iou is not None and result.served.iou > 0.95
+    sampled = result.candidates[result.best]
+    assert sampled.iou is not None and sampled.iou < result.served.iou
+    summary = report([result])["modalities"]["image"]
+    assert summary["best_of_1"]["iou_all_median"] == sampled.iou  # the samples' figures stand
+    gallery = summary["with_gallery"]
+    assert gallery["answered_from_gallery"] == 1.0 and gallery["tasks"] == 1
+    assert gallery["best_of_1+2"]["iou_all_median"] == result.served.iou
+    assert result.after_fit is not None and result.after_fit.iou is not None
+    assert result.after_fit.iou >= result.served.iou - 0.05  # the fit started from the answer
+    text = write_outputs([result], tmp_path / "out", {"model": "m", "tasks": "t"})["markdown"]
+    assert "| image, with gallery parts (100.0 % answered from it) | 1 |" in text.read_text()
+    text_task = {**task, "id": "plain", "images": []}
+    run_evaluation([text_task], lambda t, n, s: [NARROW][:n], pool, n=1, seed=0, retrieve=retrieve)
+    assert asked == ["pictured-2"]  # a task without a picture retrieves nothing
+
+
 def test_fitting_to_the_stated_sizes_is_measured_blind(pool, tmp_path):
     """A text task whose best part has its height wrong: the fit (the request's words only,
     never the task's spec) brings it to the stated size, and the spec then passes."""

@@ -49,6 +49,8 @@ export interface Candidate {
   round?: number;
   /** The candidate this one was fitted to the request's picture from (none: sampled). */
   fitted_from?: number | null;
+  /** The model's gallery part this candidate is (none: sampled by the model). */
+  retrieved_from?: string | null;
   /** Where its picture is (CAD and scenes that built geometry). */
   preview_url?: string;
 }

@@ -193,6 +193,9 @@ export class PromptPanel {
           candidate.fitted_from != null
             ? h("span", { className: "fitted", title: "its parameters fitted to the picture" }, `fitted from #${candidate.fitted_from}`)
             : null,
+          candidate.retrieved_from
+            ? h("span", { className: "retrieved", title: `the gallery's part ${candidate.retrieved_from}: it looks like the picture` }, "from the gallery")
+            : null,
           h("span", { className: candidate.valid ? "ok" : "bad" }, candidate.verdict ?? (candidate.valid ? "valid" : "invalid")),
           open,
           this.picture(jobId, candidate),
