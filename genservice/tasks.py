@@ -707,15 +707,31 @@ def provenance_record(job: Job) -> dict[str, Any]:
     """What the manifest says about how the program was made (fixed per version)."""
     generation = (job.result or {}).get("generation")
     if generation is not None:
+        retrieved = answer_retrieved_from(job.candidates or [])
         return {
             "created_at": generation["created_at"],
             "model_id": generation["model_id"],
             "weights_sha256": generation["weights_sha256"],
             "prompt": job.request.get("instruction") or job.request.get("prompt"),
             "seed": generation["seed"],
-            "sampling": {**generation["sampling"], "domain": job.domain},
+            "sampling": {
+                **generation["sampling"],
+                "domain": job.domain,
+                **({"retrieved_from": retrieved} if retrieved else {}),
+            },
         }
     return {"created_at": int(job.created_at)}
+
+
+def answer_retrieved_from(candidates: list[dict[str, Any]]) -> str | None:
+    """The gallery entry the answer (the first candidate) is, or was fitted from; None when
+    the model wrote it."""
+    if not candidates:
+        return None
+    best = candidates[0]
+    if best.get("fitted_from") is not None:
+        best = next((c for c in candidates if c["index"] == best["fitted_from"]), best)
+    return best.get("retrieved_from")
 
 
 def export_files(

@@ -153,6 +153,12 @@ def generate_command(args: argparse.Namespace) -> int:
     return _finish(args, result, files, export_error)
 
 
+def best_index(result: Any) -> int:
+    """The index of the candidate the answer is, or was fitted from."""
+    best = result.candidates[0]
+    return best.fitted_from if best.fitted_from is not None else best.index
+
+
 def fit_line(fit: dict[str, Any]) -> str:
     """What fitting to the request did (its stated sizes, its picture), in a line each."""
     sizes = fit.get("sizes")
@@ -375,14 +381,20 @@ def _write(
     from exporters.provenance import GenerationRecord, utc_seconds
     from genservice.generation.rerank import request_items
 
+    # A gallery part as the answer says so in every file's provenance: the model did not write it.
+    first = best_index(result)
+    source = next((c for c in result.candidates if c.index == first), result.candidates[0])
     record = GenerationRecord(
         created_at=utc_seconds(datetime.now(UTC)),
         model_id=loaded.model_id,
         weights_sha256=loaded.weights_sha256,
         prompt=request.prompt,
         seed=request.seed,
-        sampling={**result.sampling, "domain": request.domain, "images": len(request.images)},
-    )
+        sampling={
+            **result.sampling, "domain": request.domain, "images": len(request.images),
+            **({"retrieved_from": source.retrieved_from} if source.retrieved_from else {}),
+        },
+    )  # fmt: skip
     try:
         exported = export_script(
             result.program,
@@ -487,6 +499,10 @@ def _finish(
         if result.repairs and result.valid:
             print(f"repaired: the best is candidate #{result.candidates[0].index} "
                   f"(round {result.candidates[0].round})")  # fmt: skip
+        source = next((c for c in result.candidates if c.index == best_index(result)), None)
+        if source is not None and source.retrieved_from is not None:
+            print(f"the answer starts from the gallery's part {source.retrieved_from}: it looked "
+                  "most like the picture")  # fmt: skip
         if result.fit is not None:
             print(fit_line(result.fit))
         for entry in files:

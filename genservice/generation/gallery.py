@@ -5,9 +5,11 @@ the wrong proportions, or a near kind. A person with a catalogue does better: fi
 that look like the photo, start from the closest one and adjust it. The gallery is that
 catalogue. It holds train-split references of the model's own corpus (never a test-split or
 held-out one), each drawn once by the renderer from the rig's viewpoints and a ring of orbits
-as coarse silhouettes (cropped to their extent and scaled to one square grid, so only shape
-counts, as in image_match.py). For a picture request, the programs whose silhouettes look most
-like the picture from some viewpoint join the model's samples as candidates: they are bound to
+as coarse silhouettes and outlines (cropped to their extent and scaled to one square grid, so
+only shape counts). A viewpoint scores as image_match.py scores one, on the coarse grid: 0.6 x
+silhouette IoU + 0.4 x outline F1 (one cell of tolerance), so a washer and a plate seen square
+on, alike in silhouette, differ by their edges. For a picture request, the programs that look
+most like the picture from some viewpoint join the model's samples as candidates: they are bound to
 the numbers the words state, run the same checks, are scored by `image_match` like any sample,
 and the fit (fit.py) then moves the best one's parameters toward the picture. A retrieved
 candidate says where it came from (`retrieved_from`, the gallery entry's id).
@@ -67,17 +69,29 @@ def pooled(cells: np.ndarray) -> np.ndarray:
 
 
 def silhouettes(parts: Any) -> np.ndarray:
-    """The parts drawn from every gallery viewpoint: (views, GRID, GRID) booleans."""
-    from exporters.render import Scene
+    """The parts drawn from every gallery viewpoint: (views, 2, GRID, GRID) booleans, the
+    silhouette and the outline (creases, steps and the rim) of each."""
+    from exporters.render import Scene, edges
     from genservice.generation.image_match import normalise
 
     scene = Scene(parts)
-    drawn = np.zeros((len(gallery_views()), GRID, GRID), dtype=bool)
+    drawn = np.zeros((len(gallery_views()), 2, GRID, GRID), dtype=bool)
     for index, view in enumerate(gallery_views()):
-        cells = normalise(scene.cast(view, DRAW).hit)
-        if cells is not None:
-            drawn[index] = pooled(cells)
+        frame = scene.cast(view, DRAW)
+        cells, lines = normalise(frame.hit), normalise(frame.hit, edges(frame))
+        if cells is not None and lines is not None:
+            drawn[index] = pooled(cells), pooled(lines)
     return drawn
+
+
+def grown(cells: np.ndarray) -> np.ndarray:
+    """Cells set or next to a set one (the last two axes are the grid): one cell of tolerance."""
+    out = cells.copy()
+    out[..., 1:, :] |= cells[..., :-1, :]
+    out[..., :-1, :] |= cells[..., 1:, :]
+    out[..., :, 1:] |= cells[..., :, :-1]
+    out[..., :, :-1] |= cells[..., :, 1:]
+    return out
 
 
 @dataclass(frozen=True)
@@ -109,13 +123,19 @@ class Gallery:
     def __init__(self, entries: list[GalleryEntry], packed: np.ndarray) -> None:
         if not entries:
             raise ValueError("a gallery needs at least one entry")
-        if packed.shape[:2] != (len(entries), len(gallery_views())):
+        if packed.shape[:3] != (len(entries), len(gallery_views()), 2):
             raise ValueError(
-                f"the gallery's silhouettes ({packed.shape[0]} x {packed.shape[1]} views) do not "
-                f"match its {len(entries)} entries of {len(gallery_views())} views: rebuild it"
+                f"the gallery's silhouettes {tuple(packed.shape)} do not match its "
+                f"{len(entries)} entries of {len(gallery_views())} views: rebuild it"
             )
         self.entries = entries
         self.packed = packed
+        # The outlines with one cell of tolerance, for the F1's precision; grown a few hundred
+        # entries at a time, so loading never holds every outline unpacked at once.
+        self._outlines_grown = np.concatenate([
+            _pack(grown(_unpack(packed[start : start + 256, :, 1])))
+            for start in range(0, len(entries), 256)
+        ])  # fmt: skip
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -147,8 +167,8 @@ class Gallery:
 
     @staticmethod
     def pack(drawn: np.ndarray) -> np.ndarray:
-        """(views, GRID, GRID) booleans as (views, GRID*GRID/8) bytes."""
-        return np.packbits(drawn.reshape(drawn.shape[0], -1), axis=-1)
+        """(..., GRID, GRID) booleans (silhouettes()) as (..., GRID*GRID/8) bytes."""
+        return _pack(drawn)
 
     def nearest(self, target: Any, domain: str, k: int = RETRIEVE_DEFAULT) -> list[Retrieved]:
         """Up to k entries of the domain that look most like the picture (an image_match
@@ -173,23 +193,48 @@ class Gallery:
         return chosen
 
     def _scores(self, target: Any) -> tuple[np.ndarray, list[str]]:
-        """Each entry's silhouette IoU with the picture at its best viewpoint (a rig picture:
-        the mean over its four panels against the entry's rig views), and that viewpoint."""
+        """Each entry's score against the picture at its best viewpoint (a rig picture: the
+        mean over its four panels against the entry's rig views), and that viewpoint."""
         names = [v.name for v in gallery_views()]
         panels = target.panels
         if panels is not None and all(p is not None for p in panels):
-            per_panel = [self._iou(pooled(panel[0]), self.packed[:, i]) for i, panel in
+            per_panel = [self._view_scores(panel, slice(i, i + 1))[:, 0] for i, panel in
                          enumerate(panels)]  # fmt: skip
             return np.mean(per_panel, axis=0), ["rig"] * len(self.entries)
-        wanted = pooled(target.whole[0])
-        ious = self._iou(wanted, self.packed)  # (entries, views)
-        best = ious.argmax(axis=1)
-        return ious.max(axis=1), [names[int(i)] for i in best]
+        scores = self._view_scores(target.whole, slice(None))  # (entries, views)
+        best = scores.argmax(axis=1)
+        return scores.max(axis=1), [names[int(i)] for i in best]
 
-    @staticmethod
-    def _iou(wanted: np.ndarray, packed: np.ndarray) -> np.ndarray:
-        """IoU of one GRID x GRID silhouette with every packed one (any leading shape)."""
-        mine = np.packbits(wanted.reshape(-1))
-        inter = _BITS[packed & mine].sum(axis=-1, dtype=np.int32)
-        union = _BITS[packed | mine].sum(axis=-1, dtype=np.int32)
-        return np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+    def _view_scores(self, reading: Any, views: slice) -> np.ndarray:
+        """0.6 x silhouette IoU + 0.4 x outline F1 of a picture's reading (image_match's,
+        pooled to GRID) against every entry at the given viewpoints: (entries, views)."""
+        silhouette, outline = pooled(reading[0]), pooled(reading[1])
+        drawn, lines = self.packed[:, views, 0], self.packed[:, views, 1]
+        mine = _pack(silhouette)
+        inter = _count(drawn & mine)
+        union = _count(drawn | mine)
+        iou = inter / np.maximum(union, 1)
+        edges, near = _pack(outline), _pack(grown(outline))
+        own = max(int(np.count_nonzero(outline)), 1)
+        theirs = np.maximum(_count(lines), 1)
+        precision = _count(self._outlines_grown[:, views] & edges) / own
+        recall = _count(lines & near) / theirs
+        f1 = np.where(precision + recall > 0, 2 * precision * recall /
+                      np.maximum(precision + recall, 1e-9), 0.0)  # fmt: skip
+        return np.asarray(0.6 * iou + 0.4 * f1)
+
+
+def _pack(cells: np.ndarray) -> np.ndarray:
+    """(..., GRID, GRID) booleans as (..., GRID*GRID/8) bytes."""
+    return np.packbits(cells.reshape(*cells.shape[:-2], GRID * GRID), axis=-1)
+
+
+def _unpack(packed: np.ndarray) -> np.ndarray:
+    """The inverse of _pack."""
+    cells = np.unpackbits(packed, axis=-1, count=GRID * GRID)
+    return cells.reshape(*packed.shape[:-1], GRID, GRID).astype(bool)
+
+
+def _count(packed: np.ndarray) -> np.ndarray:
+    """Set bits along the last axis."""
+    return _BITS[packed].sum(axis=-1, dtype=np.int32)
