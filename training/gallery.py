@@ -76,10 +76,13 @@ def build_gallery(
         raise ValueError(f"{source} has no train-split CAD or scene rows with a program")
     stats = GalleryStats(candidates=len(rows))
 
-    def draw(row: dict[str, Any]) -> np.ndarray | str:
+    def draw(row: dict[str, Any]) -> tuple[np.ndarray, Any] | str:
         try:
-            parts, _ = script_parts(row["reference"], pool, limits=limits, domain=row["domain"])
-            return Gallery.pack(silhouettes(parts))
+            parts, report = script_parts(
+                row["reference"], pool, limits=limits, domain=row["domain"]
+            )
+            extent = report.metrics.get("bbox_mm")
+            return Gallery.pack(silhouettes(parts)), extent
         except (ExportError, RenderError) as exc:
             return f"{row['id']}: {exc}"
         except Exception as exc:  # one row's surprise never ends a long build: it is reported
@@ -95,10 +98,14 @@ def build_gallery(
                     stats.failed += 1
                     stats.failures.append(drawn)
                     continue
+                silhouettes_of, extent = drawn
                 entries.append(
-                    GalleryEntry(row["id"], row["domain"], row["family"], row["reference"])
-                )
-                packed.append(drawn)
+                    GalleryEntry(
+                        row["id"], row["domain"], row["family"], row["reference"],
+                        tuple(round(float(v), 3) for v in extent) if extent else None,
+                    )
+                )  # fmt: skip
+                packed.append(silhouettes_of)
                 stats.families[row["family"]] += 1
             if progress is not None:
                 progress(min(start + CHUNK, len(rows)), len(rows))

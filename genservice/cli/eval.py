@@ -265,7 +265,7 @@ def eval_command(args: argparse.Namespace) -> int:
     def retrieve(task: dict[str, Any]) -> list[str]:
         # Asked exactly as serving retrieves (engine.retrieve_programs): the first picture.
         found = loaded.gallery.nearest(picture_target(task), task["domain"], args.retrieve)
-        programs = [r.entry.program for r in found]
+        programs = [r.entry.scaled_to(task["prompt"]) for r in found]
         if args.bind == "off":
             return programs
         return bind_candidates(programs, task["domain"], task["prompt"])

@@ -236,7 +236,8 @@ def sample_programs(
         ),
     )
     programs = bind_candidates(
-        [clean_completion(c.text) for c in completions] + [r.entry.program for r in retrieved],
+        [clean_completion(c.text) for c in completions]
+        + [r.entry.scaled_to(request.prompt) for r in retrieved],
         request.domain,
         request.prompt,
         request.previous_program,

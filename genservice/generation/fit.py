@@ -131,7 +131,7 @@ def fit_to_sizes(
     if not start.valid or not start.sizes:
         return fit
     initial = fittable(start.program, request_text, keep)
-    values = {n: v for n, v in initial.items() if isinstance(v, float) and not _angle(n)}
+    values = {n: v for n, v in initial.items() if isinstance(v, float) and not is_angle(n)}
     floor = None if start.picture is None else start.picture - PICTURE_SLACK
     current = start
     for round_ in range(rounds):
@@ -190,7 +190,7 @@ def _add_trial(trials: dict[str, dict[str, int | float]], program: str, changes:
         pass
 
 
-def _angle(name: str) -> bool:
+def is_angle(name: str) -> bool:
     """Whether a parameter is named for an angle (never a size to scale)."""
     return any(part in ("angle", "deg", "degrees", "tilt", "twist") for part in name.split("_"))
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -96,12 +97,72 @@ def grown(cells: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class GalleryEntry:
-    """One solved part: its id, domain, family and program."""
+    """One solved part: its id, domain, family, program and measured extents (x, y, z mm)."""
 
     id: str
     domain: str
     family: str
     program: str
+    extent_mm: tuple[float, ...] | None = None
+
+    def scaled_to(self, text: str) -> str:
+        """The program with every measure scaled by one factor so that the part takes the
+        overall size the words state ("like this, 120 x 40 x 10 mm", "60 mm across"); as it is
+        when they state none. One factor keeps the proportions, which are the picture's; the
+        fit then puts each stated size right (fit.py)."""
+        if self.extent_mm is None:
+            return self.program
+        factor = size_factor(text, self.domain, self.extent_mm)
+        if factor is None or abs(factor - 1.0) < 0.01:
+            return self.program
+        return scale_measures(self.program, factor)
+
+
+def size_factor(text: str, domain: str, extent_mm: Sequence[float]) -> float | None:
+    """The one scale that brings a part of these extents closest to the overall sizes the
+    words state (the geometric mean over them, largest stated to largest extent and so on);
+    None when they state none."""
+    from genservice.generation.asked import asked_items
+
+    stated: list[float] = []
+    largest: list[float] = []
+    for item in asked_items(text, domain):
+        if item["what"] == "box":
+            stated += [float(v) for v in item["values_mm"]]
+        elif item["what"] in ("largest", "across", "diameter", "od"):
+            largest.append(float(item["value_mm"]))
+        elif item["what"] in ("length", "width", "height", "thickness", "depth"):
+            stated.append(float(item["value_mm"]))
+    extents = sorted((float(v) for v in extent_mm), reverse=True)
+    if not extents or extents[0] <= 0:
+        return None
+    pairs = zip(sorted(stated, reverse=True), extents, strict=False)
+    ratios = [want / have for want, have in pairs if have > 0 and want > 0]
+    ratios += [want / extents[0] for want in largest if want > 0]
+    if not ratios:
+        return None
+    return float(np.exp(np.mean(np.log(ratios))))
+
+
+def scale_measures(program: str, factor: float) -> str:
+    """The program with every float parameter that is a measure (not an angle, not zero)
+    multiplied by `factor` (to four significant figures); counts stay."""
+    from genservice.generation.fit import is_angle
+    from validators.cad.program import ProgramError, apply_parameters, find_parameters, parse
+
+    try:
+        parameters = find_parameters(parse(program))
+    except ProgramError:
+        return program
+    changes = {
+        name: float(f"{float(p.value) * factor:.4g}")
+        for name, p in parameters.items()
+        if p.type == "float" and isinstance(p.value, float) and p.value and not is_angle(name)
+    }
+    try:
+        return apply_parameters(program, changes) if changes else program
+    except ProgramError:
+        return program
 
 
 @dataclass(frozen=True)
@@ -147,7 +208,7 @@ class Gallery:
         if not (folder / ENTRIES_FILE).is_file() or not (folder / VIEWS_FILE).is_file():
             return None
         with gzip.open(folder / ENTRIES_FILE, "rt", encoding="utf-8") as lines:
-            entries = [GalleryEntry(**json.loads(line)) for line in lines if line.strip()]
+            entries = [_entry(json.loads(line)) for line in lines if line.strip()]
         with np.load(folder / VIEWS_FILE) as stored:
             packed = stored["silhouettes"]
         return cls(entries, packed)
@@ -222,6 +283,11 @@ class Gallery:
         f1 = np.where(precision + recall > 0, 2 * precision * recall /
                       np.maximum(precision + recall, 1e-9), 0.0)  # fmt: skip
         return np.asarray(0.6 * iou + 0.4 * f1)
+
+
+def _entry(data: dict[str, Any]) -> GalleryEntry:
+    extent = data.pop("extent_mm", None)
+    return GalleryEntry(**data, extent_mm=tuple(extent) if extent else None)
 
 
 def _pack(cells: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from genservice.generation.engine import GenerationRequest, retrieve_programs
-from genservice.generation.gallery import Gallery, GalleryEntry, gallery_views
+from genservice.generation.gallery import Gallery, GalleryEntry, gallery_views, size_factor
 from genservice.generation.image_match import Target
 from training.corpus.images import draw_look, picture
 from training.gallery import build_gallery
@@ -53,6 +53,8 @@ def test_a_gallery_finds_the_pictured_part_and_never_holds_a_test_row(tmp_path: 
     loaded = Gallery.load(tmp_path / "model")
     assert loaded is not None and len(loaded) == len(PROGRAMS)
     assert loaded.packed.shape[1:] == (len(gallery_views()), 2, 72)
+    plate = next(e for e in loaded.entries if e.family == "plate")
+    assert plate.extent_mm == pytest.approx((90.0, 40.0, 5.0))  # measured when it was drawn
 
     from exporters.export import script_parts
 
@@ -130,3 +132,21 @@ def test_an_answer_from_the_gallery_says_so_in_its_provenance() -> None:
     assert answer_retrieved_from([{"index": 9, "fitted_from": 8}, sampled, retrieved]) == "plate-30"
     assert answer_retrieved_from([{"index": 9, "fitted_from": 0}, sampled, retrieved]) is None
     assert answer_retrieved_from([sampled, retrieved]) is None and answer_retrieved_from([]) is None
+
+
+def test_a_gallery_part_takes_the_overall_size_the_words_state() -> None:
+    plate = (
+        "import cadquery as cq\n\nlength = 60.0\nwidth = 30.0\nthickness = 6.0\nholes = 4\n"
+        "tilt_deg = 30.0\n\nresult = cq.Workplane().box(length, width, thickness)\n"
+    )
+    entry = GalleryEntry("p", "cad", "plate", plate, (60.0, 30.0, 6.0))
+    doubled = entry.scaled_to("like this, 120 x 60 x 12 mm")
+    assert "length = 120.0" in doubled and "thickness = 12.0" in doubled
+    assert "holes = 4" in doubled and "tilt_deg = 30.0" in doubled  # counts and angles stay
+    assert "width = 45.0" in entry.scaled_to("this part, 90 mm across")  # the largest extent
+    assert entry.scaled_to("make this") == plate  # no size in the words: as it is
+    assert GalleryEntry("p", "cad", "plate", plate).scaled_to("a 90 mm plate") == plate
+    # One factor for all: the proportions are the picture's, the fit puts each size right.
+    assert size_factor("50 mm long, 20 mm wide, 8 mm tall", "cad", (100.0, 40.0, 16.0)) == (
+        pytest.approx(0.5)
+    )
