@@ -154,6 +154,19 @@ def _commands(summary: dict[str, Any]) -> list[str]:
 CORPUS_COMMAND = "genservice corpus build --n 40000 --seed 0 -o data/corpus/corpus.jsonl"
 
 
+def _gallery_lines(model_dir: Path) -> list[str]:
+    """What the model's picture gallery holds (genservice/generation/gallery.py), if it has one."""
+    index = model_dir / "gallery" / "index.json"
+    if not index.is_file():
+        return []
+    meta = json.loads(index.read_text())
+    return [
+        f"- gallery: {meta['entries']:,} train-split programs of `{meta['source']}` drawn from "
+        f"{len(meta['views'])} viewpoints (`genservice corpus gallery`); a picture request gets "
+        "the ones that look most like its picture as candidates beside the samples"
+    ]
+
+
 def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
     """Write MODEL_DIR/README.md from the training summary and the evaluations given."""
     summary = json.loads((model_dir / "training_summary.json").read_text())
@@ -214,6 +227,7 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
         "loss is on replies only)",
         *_retrieval_lines(data),
         *_cut_lines(summary),
+        *_gallery_lines(model_dir),
         f"- validation: {data['val_examples']} rows of the val split",
         "- test and out-of-distribution tasks are never trained on: a task's split is a hash of "
         "its family and parameters, and four families are held out entirely",
