@@ -91,7 +91,7 @@ def test_a_vision_language_model_card_says_it_reads_pictures_and_shows_both_moda
 def test_a_model_with_a_gallery_says_what_it_holds(tmp_path: Path) -> None:
     summary = _summary("genservice train sft --config a.yaml", 47.0, None)
     (tmp_path / "training_summary.json").write_text(json.dumps(summary))
-    assert "gallery" not in write_model_card(tmp_path, []).read_text()
+    assert "- gallery:" not in write_model_card(tmp_path, []).read_text()
     (tmp_path / "gallery").mkdir()
     index = {"entries": 4221, "source": "data/corpus/gallery/corpus.jsonl", "views": ["front"] * 54}
     (tmp_path / "gallery" / "index.json").write_text(json.dumps(index))
