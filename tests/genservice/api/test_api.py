@@ -462,6 +462,8 @@ def test_rate_limits_and_quotas_answer_429_with_retry_after(service: Service) ->
         ),
         ({"prompt": "a plate", "spec": {"bbox_mm": "big"}}, "spec"),
         ({"prompt": "a plate", "max_new_tokens": 100000}, "max_new_tokens"),
+        ({"prompt": "like this", "retrieve": 99}, "retrieve"),
+        ({"prompt": "like this", "retrieve": -1}, "retrieve"),
         ({"instruction": "thicker"}, "session_id and parent_version_id"),
         *[
             ({"prompt": "like this", "images": [base64.b64encode(data).decode()]}, reason)
@@ -504,6 +506,15 @@ def test_a_test_split_render_comes_back_as_the_part_it_shows(
         assert fit["score_after"] >= fit["score_before"]
         first = result["candidates"][0]
         assert ("fitted_from" in first) == fit["improved"]  # the fitted part leads when better
+        # The gallery's parts that look like the picture compete with the 4 samples (the
+        # default with a picture); an answer from the gallery says so in its provenance.
+        retrieved = [c for c in result["candidates"] if "retrieved_from" in c]
+        assert retrieved and all(c["finish_reason"] == "retrieved" for c in retrieved)
+        source = first["fitted_from"] if "fitted_from" in first else first["index"]
+        answer = next(c for c in result["candidates"] if c["index"] == source)
+        manifest = next(a for a in result["assets"] if a["format"] == "manifest")
+        record = client.get(manifest["url"]).json()["generation"]["sampling"]
+        assert record.get("retrieved_from") == answer.get("retrieved_from")
         stl = next(a for a in result["assets"] if a["format"] == "stl")
         part = client.get(stl["url"])
         assert part.status_code == 200, part.text
