@@ -582,23 +582,22 @@ def modality_table(summary: dict[str, Any]) -> str:
         )
         gallery = group.get("with_gallery")
         if gallery:
-            served = gallery[next(k for k in gallery if k.startswith("best_of_"))]
-            lines.append(
-                f"| {name}, with gallery parts ({_pct(gallery['answered_from_gallery'])} "
-                f"answered from it) | {gallery['tasks']} | – | – | – | – "
-                f"| {_num(served.get('iou_all_median'))} "
-                f"| {_num(served.get('image_match_median'))} "
-                f"| {_pct(served.get('as_pictured'))} | {_pct(served.get('bbox_within_5pct'))} |"
-            )
-        fitted = group.get("after_fit")
-        if fitted:
-            after = fitted[next(k for k in fitted if k.startswith("best_of_"))]
-            lines.append(
-                f"| {name}, fitted to the request | {fitted['tasks']} | – | – | – | – "
-                f"| {_num(after.get('iou_all_median'))} | {_num(after.get('image_match_median'))} "
-                f"| {_pct(after.get('as_pictured'))} | {_pct(after.get('bbox_within_5pct'))} |"
-            )
+            share = _pct(gallery["answered_from_gallery"])
+            lines.append(_served_row(f"{name}, with gallery parts ({share} answered from it)",
+                                     gallery))  # fmt: skip
+        if group.get("after_fit"):
+            lines.append(_served_row(f"{name}, fitted to the request", group["after_fit"]))
     return "\n".join(lines) + "\n"
+
+
+def _served_row(label: str, group: dict[str, Any]) -> str:
+    """A modality table row of what was served after a step (gallery parts, the fit)."""
+    best = group[next(k for k in group if k.startswith("best_of_"))]
+    return (
+        f"| {label} | {group['tasks']} | – | – | – | – "
+        f"| {_num(best.get('iou_all_median'))} | {_num(best.get('image_match_median'))} "
+        f"| {_pct(best.get('as_pictured'))} | {_pct(best.get('bbox_within_5pct'))} |"
+    )
 
 
 def fit_table(summary: dict[str, Any]) -> str:

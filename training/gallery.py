@@ -9,7 +9,6 @@ left out. Same corpus, limit and seed: the same gallery.
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 from collections import Counter
@@ -39,19 +38,13 @@ class GalleryStats:
 def gallery_rows(source: Path, limit: int, seed: int) -> list[dict[str, Any]]:
     """The corpus's train-split drawable rows, one per distinct program, shuffled by seed and
     cut to `limit` (0: all)."""
+    from training.corpus.base import read_task_rows
     from training.corpus.images import drawable
 
     rows: dict[str, dict[str, Any]] = {}
-    with source.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{source}:{number}: not a JSON task row ({exc.msg})") from exc
-            if row.get("split") == "train" and drawable(row):
-                rows.setdefault(row["reference"], row)
+    for row in read_task_rows(source):
+        if row.get("split") == "train" and drawable(row):
+            rows.setdefault(row["reference"], row)
     chosen = sorted(rows.values(), key=lambda r: r["id"])
     random.Random(seed).shuffle(chosen)
     return chosen[:limit] if limit > 0 else chosen

@@ -82,10 +82,7 @@ def add_corpus_commands(sub: Any) -> None:
         help="run every compositional and furniture task's reference in the sandbox and drop "
         "those that fail (the summary says how many)",
     )
-    build.add_argument("--workers", type=int, help="sandbox workers for --repair and --verify")
-    build.add_argument("--timeout", type=float, help="sandbox seconds per program")
-    build.add_argument("--quiet", action="store_true", help="no progress bar")
-    build.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _sandbox_options(build, "sandbox workers for --repair and --verify")
     images = actions.add_parser(
         "images",
         help="add image tasks: references drawn as a person would photograph or screenshot them",
@@ -107,10 +104,7 @@ def add_corpus_commands(sub: Any) -> None:
     images.add_argument(
         "--images-only", action="store_true", help="write only the image tasks (eval sets)"
     )
-    images.add_argument("--workers", type=int, help="sandbox workers")
-    images.add_argument("--timeout", type=float, help="sandbox seconds per program")
-    images.add_argument("--quiet", action="store_true", help="no progress bar")
-    images.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _sandbox_options(images, "sandbox workers")
     gallery = actions.add_parser(
         "gallery",
         help="draw train-split programs into a model's picture gallery",
@@ -127,13 +121,18 @@ def add_corpus_commands(sub: Any) -> None:
         "--limit", type=int, default=0, help="at most this many programs (default 0: all)"
     )
     gallery.add_argument("--seed", type=int, default=0, help="which programs --limit keeps")
-    gallery.add_argument("--workers", type=int, help="sandbox workers")
-    gallery.add_argument("--timeout", type=float, help="sandbox seconds per program")
-    gallery.add_argument("--quiet", action="store_true", help="no progress bar")
-    gallery.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _sandbox_options(gallery, "sandbox workers")
     families = actions.add_parser("families", help="list the task families")
     families.add_argument("--domains", help="comma-separated: cad,scene,code (default: all)")
     families.add_argument("--json", action="store_true")
+
+
+def _sandbox_options(parser: Any, workers_help: str) -> None:
+    """The options every sandbox-running action shares: workers, timeout, quiet, json."""
+    parser.add_argument("--workers", type=int, help=workers_help)
+    parser.add_argument("--timeout", type=float, help="sandbox seconds per program")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
 def corpus_command(args: argparse.Namespace) -> int:

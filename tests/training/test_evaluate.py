@@ -142,13 +142,8 @@ def test_repair_rounds_are_measured_before_and_after(pool, tmp_path):
     assert "## Before and after repair" in text and "| plate_holes | 1 | 50.0 % → 0.0 %" in text
 
 
-NARROW = "import cadquery as cq\n\nwidth = 14.0\nresult = cq.Workplane().box(60.0, width, 5.0)\n"
-
-
-@pytest.mark.slow
-def test_fitting_to_the_picture_is_measured_as_served(pool, tmp_path):
-    """An image task whose best candidate has the wrong width: fitting it to the picture (blind,
-    image_match only) brings it closer to the reference, and the fitted figures say so."""
+def _pictured_plate_task(task_id: str, pool, folder) -> dict:
+    """An image task: a 60 x 30 x 5 plate drawn with the rig, "make this"."""
     from PIL import Image
 
     from exporters.export import script_parts
@@ -156,10 +151,20 @@ def test_fitting_to_the_picture_is_measured_as_served(pool, tmp_path):
 
     reference = SOLID_PLATE.replace("40.0", "30.0")
     parts, _ = script_parts(reference, pool, domain="cad")
-    picture = tmp_path / "plate.png"
+    picture = folder / f"{task_id}.png"
     Image.fromarray(render(parts, size=96)).save(picture)
-    task = {"id": "pictured-1", "domain": "cad", "family": "plate", "split": "test",
+    return {"id": task_id, "domain": "cad", "family": "plate", "split": "test",
             "prompt": "make this", "reference": reference, "images": [str(picture)]}  # fmt: skip
+
+
+NARROW = "import cadquery as cq\n\nwidth = 14.0\nresult = cq.Workplane().box(60.0, width, 5.0)\n"
+
+
+@pytest.mark.slow
+def test_fitting_to_the_picture_is_measured_as_served(pool, tmp_path):
+    """An image task whose best candidate has the wrong width: fitting it to the picture (blind,
+    image_match only) brings it closer to the reference, and the fitted figures say so."""
+    task = _pictured_plate_task("pictured-1", pool, tmp_path)
     (result,) = run_evaluation([task], lambda t, n, s: [NARROW][:n], pool, n=1, seed=0, fit=2)
     before, after = result.candidates[result.best], result.after_fit
     assert result.fit is not None and result.fit["improved"], result.fit
@@ -181,17 +186,8 @@ def test_gallery_parts_are_measured_beside_the_samples_and_chosen_blind(pool, tm
     """An image task whose sample is the wrong width and whose gallery part is the pictured
     one: the served answer is the gallery part (chosen by image_match, never by IoU), the
     samples' own figures are unchanged, and the fit starts from the served answer."""
-    from PIL import Image
-
-    from exporters.export import script_parts
-    from exporters.render import render
-
-    reference = SOLID_PLATE.replace("40.0", "30.0")
-    parts, _ = script_parts(reference, pool, domain="cad")
-    picture = tmp_path / "plate.png"
-    Image.fromarray(render(parts, size=96)).save(picture)
-    task = {"id": "pictured-2", "domain": "cad", "family": "plate", "split": "test",
-            "prompt": "make this", "reference": reference, "images": [str(picture)]}  # fmt: skip
+    task = _pictured_plate_task("pictured-2", pool, tmp_path)
+    reference = task["reference"]
     asked: list[str] = []
 
     def retrieve(t):

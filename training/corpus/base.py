@@ -16,6 +16,7 @@ import hashlib
 import json
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 SPLITS = ("train", "val", "test")
@@ -46,6 +47,21 @@ class Family(Protocol):
     def sample(self, rng: random.Random) -> Sample:
         """Draw parameters and write the prompt, reference program, spec (and tests)."""
         ...
+
+
+def read_task_rows(source: Path) -> list[dict[str, Any]]:
+    """The task rows of a JSONL file (blank lines skipped); ValueError naming the line that is
+    not JSON."""
+    rows = []
+    with source.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{source}:{number}: not a JSON task row ({exc.msg})") from exc
+    return rows
 
 
 def params_key(family: str, params: dict[str, Any]) -> str:

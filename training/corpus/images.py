@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from training.corpus.base import read_task_rows
+
 CHUNK = 32  # references run and drawn together
 IMAGE_DIR = "images"  # beside the JSONL file
 STYLES = {"shaded": 0.5, "lines": 0.18, "normals": 0.14, "silhouette": 0.08, "depth": 0.1}
@@ -347,15 +349,7 @@ def write_image_corpus(
 ) -> ImageSummary:
     """Read a task JSONL, write it again with image tasks after the rows they were drawn from
     (only the image tasks with `images_only`), pictures under output's folder; atomic."""
-    rows = []
-    with source.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{source}:{number}: not a JSON task row ({exc.msg})") from exc
+    rows = read_task_rows(source)
     if splits is not None:
         rows = [row for row in rows if row.get("split") in splits]
     total = sum(1 for row in rows if plan_images(row, seed, 1, share))
