@@ -246,9 +246,7 @@ def fit_task(
     and the reference."""
     from genservice.generation.fit import Trial, fit_to_picture, fit_to_sizes, joined
 
-    program, score = result.programs[result.best], result.candidates[result.best]
-    if result.after_best is not None and result.best_program_after is not None:
-        program, score = result.best_program_after, result.after_best
+    program, score = _answer(result)
     if result.served is not None and result.served_program is not None:
         program, score = result.served_program, result.served
     prompt = task.get("prompt", "")
@@ -328,14 +326,19 @@ def repair_task(
     result.after_best, result.best_program_after = best, best_program
 
 
+def _answer(result: TaskResult) -> tuple[str, CandidateScore]:
+    """The best of N and its score, after repair when it ran."""
+    if result.after_best is not None and result.best_program_after is not None:
+        return result.best_program_after, result.after_best
+    return result.programs[result.best], result.candidates[result.best]
+
+
 def retrieve_task(
     task: dict[str, Any], result: TaskResult, retrieve: RetrieveFn, pool: Any, limits: Any = None
 ) -> None:
     """Score an image task's gallery parts (gallery.py) and choose, blind, what serving would
     answer: the best of the samples (after repair, when it ran) and the gallery parts."""
-    program, best = result.programs[result.best], result.candidates[result.best]
-    if result.after_best is not None and result.best_program_after is not None:
-        program, best = result.best_program_after, result.after_best
+    program, best = _answer(result)
     extra = retrieve(task)
     scores = score_programs(task, extra, pool, limits) if extra else []
     result.retrieved, result.retrieved_programs = scores, extra

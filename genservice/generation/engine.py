@@ -242,13 +242,13 @@ def sample_programs(
         request.prompt,
         request.previous_program,
     )
-    sampled = [
+    written, found = programs[: len(completions)], programs[len(completions) :]
+    return [
         Sampled(program, c.finish_reason, len(c.tokens))
-        for program, c in zip(programs, completions, strict=False)
-    ]
-    return sampled + [
+        for program, c in zip(written, completions, strict=True)
+    ] + [
         Sampled(program, "retrieved", 0, r.entry.id)
-        for program, r in zip(programs[len(completions) :], retrieved, strict=True)
+        for program, r in zip(found, retrieved, strict=True)
     ]
 
 

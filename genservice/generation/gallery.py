@@ -85,16 +85,6 @@ def silhouettes(parts: Any) -> np.ndarray:
     return drawn
 
 
-def grown(cells: np.ndarray) -> np.ndarray:
-    """Cells set or next to a set one (the last two axes are the grid): one cell of tolerance."""
-    out = cells.copy()
-    out[..., 1:, :] |= cells[..., :-1, :]
-    out[..., :-1, :] |= cells[..., 1:, :]
-    out[..., :, 1:] |= cells[..., :, :-1]
-    out[..., :, :-1] |= cells[..., :, 1:]
-    return out
-
-
 @dataclass(frozen=True)
 class GalleryEntry:
     """One solved part: its id, domain, family, program and measured extents (x, y, z mm)."""
@@ -189,6 +179,8 @@ class Gallery:
                 f"the gallery's silhouettes {tuple(packed.shape)} do not match its "
                 f"{len(entries)} entries of {len(gallery_views())} views: rebuild it"
             )
+        from genservice.generation.image_match import grown
+
         self.entries = entries
         self.packed = packed
         # The outlines with one cell of tolerance, for the F1's precision; grown a few hundred
@@ -269,6 +261,8 @@ class Gallery:
     def _view_scores(self, reading: Any, views: slice) -> np.ndarray:
         """0.6 x silhouette IoU + 0.4 x outline F1 of a picture's reading (image_match's,
         pooled to GRID) against every entry at the given viewpoints: (entries, views)."""
+        from genservice.generation.image_match import grown
+
         silhouette, outline = pooled(reading[0]), pooled(reading[1])
         drawn, lines = self.packed[:, views, 0], self.packed[:, views, 1]
         mine = _pack(silhouette)

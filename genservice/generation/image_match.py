@@ -62,16 +62,17 @@ def picture_edges(picture: np.ndarray, mask: np.ndarray) -> np.ndarray:
     outline = np.zeros_like(mask)
     outline[:, 1:] |= mask[:, 1:] != mask[:, :-1]
     outline[1:, :] |= mask[1:, :] != mask[:-1, :]
-    return (step & _grow(mask)) | outline
+    return (step & grown(mask)) | outline
 
 
-def _grow(mask: np.ndarray) -> np.ndarray:
-    grown = mask.copy()
-    grown[1:] |= mask[:-1]
-    grown[:-1] |= mask[1:]
-    grown[:, 1:] |= mask[:, :-1]
-    grown[:, :-1] |= mask[:, 1:]
-    return grown
+def grown(mask: np.ndarray) -> np.ndarray:
+    """Cells set or next to a set one (the last two axes are the grid): one cell of tolerance."""
+    out = mask.copy()
+    out[..., 1:, :] |= mask[..., :-1, :]
+    out[..., :-1, :] |= mask[..., 1:, :]
+    out[..., :, 1:] |= mask[..., :, :-1]
+    out[..., :, :-1] |= mask[..., :, 1:]
+    return out
 
 
 def normalise(mask: np.ndarray, layer: np.ndarray | None = None) -> np.ndarray | None:
@@ -107,8 +108,8 @@ def _f1(a: np.ndarray, b: np.ndarray) -> float:
     """Edge F1 with one cell of tolerance."""
     if not a.any() or not b.any():
         return 0.0
-    precision = np.count_nonzero(a & _grow(b)) / np.count_nonzero(a)
-    recall = np.count_nonzero(b & _grow(a)) / np.count_nonzero(b)
+    precision = np.count_nonzero(a & grown(b)) / np.count_nonzero(a)
+    recall = np.count_nonzero(b & grown(a)) / np.count_nonzero(b)
     return float(2 * precision * recall / (precision + recall)) if precision + recall else 0.0
 
 
