@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from genservice.generation.gallery import carry_gallery
 from training.dpo_config import PAIR_SECTIONS, DPOConfig, DPOTraining
 
 if TYPE_CHECKING:
@@ -468,6 +469,7 @@ class DPOTrainer:
         output.mkdir(parents=True, exist_ok=True)
         self.engine.module.save_pretrained(str(output))
         (self.loaded.processor or self.loaded.tokenizer).save_pretrained(str(output))
+        carry_gallery(self.config.model.from_dir, output)
         summary = self._summary(step, elapsed, pair_count)
         (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
         return output

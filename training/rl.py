@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from genservice.generation.gallery import carry_gallery
 from training.rl_config import RLConfig
 from training.rl_loss import LossSettings, all_equal, group_advantages
 from training.rl_monitor import Monitor, step_record
@@ -697,6 +698,7 @@ class RLTrainer:
                 output.mkdir(parents=True, exist_ok=True)
                 self.engine.module.save_pretrained(str(output))
                 (self.loaded.processor or self.loaded.tokenizer).save_pretrained(str(output))
+                carry_gallery(self.config.model.from_dir, output)
                 summary = run_summary(self, step, elapsed)
                 text = json.dumps(summary, indent=2) + "\n"
                 (output / "training_summary.json").write_text(text)

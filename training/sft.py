@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from genservice.generation.gallery import carry_gallery
 from genservice.generation.prompts import DOMAINS, build_messages, repair_messages_of
 from genservice.generation.retrieval import INDEX_DIR, ExampleIndex, request_messages
 from training.sft_config import SFTConfig
@@ -665,6 +666,7 @@ def _train_sft(
         print(f"stopped at step {step}; continue with --resume", file=sys.stderr)
         raise KeyboardInterrupt
     _save_final(model, tokenizer, output, fmt, solved_index, processor)
+    carry_gallery(config.model.from_dir, output)
     summary = {
         "command": command if command is not None else shlex.join(sys.argv),
         "config": config.to_dict(),

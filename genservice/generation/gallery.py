@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -277,6 +278,21 @@ class Gallery:
         f1 = np.where(precision + recall > 0, 2 * precision * recall /
                       np.maximum(precision + recall, 1e-9), 0.0)  # fmt: skip
         return np.asarray(0.6 * iou + 0.4 * f1)
+
+
+def carry_gallery(from_dir: Path | str | None, output: Path | str) -> bool:
+    """Give a model trained from `from_dir` that model's gallery (its parts and drawings do
+    not depend on the weights, so a fine-tuned model reads pictures with the same catalogue);
+    whether there was one to carry. Whatever gallery `output` held before is replaced."""
+    target = Path(output) / GALLERY_DIR
+    source = None if from_dir is None else Path(from_dir) / GALLERY_DIR
+    if source is not None and source.resolve() == target.resolve():
+        return (source / ENTRIES_FILE).is_file()  # trained in place: it is already there
+    shutil.rmtree(target, ignore_errors=True)
+    if source is None or not (source / ENTRIES_FILE).is_file():
+        return False
+    shutil.copytree(source, target)
+    return True
 
 
 def _entry(data: dict[str, Any]) -> GalleryEntry:

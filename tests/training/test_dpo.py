@@ -215,6 +215,11 @@ def test_cli_samples_pairs_trains_and_resumes(tasks: Path, tmp_path: Path) -> No
     assert summary["base"] == base and summary["model"] == base["model"]
     trained, start = _weights(output), _weights(TINY)
     assert trained.keys() == start.keys()
+    from genservice.generation.gallery import Gallery
+
+    tuned_gallery, shipped_gallery = Gallery.load(output), Gallery.load(TINY)
+    assert tuned_gallery is not None and shipped_gallery is not None  # it still reads pictures
+    assert [e.id for e in tuned_gallery.entries] == [e.id for e in shipped_gallery.entries]
     assert any(not torch.equal(trained[k], start[k]) for k in start)
 
     again = _cli("train", "dpo", "--config", str(config), "--no-progress")

@@ -144,6 +144,11 @@ def test_resume_after_kill_matches_an_uninterrupted_run(tasks: Path, tmp_path: P
     loaded = load_model(tmp_path / "killed/model")  # what `generate/eval/run --model` load
     # The shipped model reads pictures, and so does its RL output.
     assert loaded.kind == model_kind(MODEL) == "vlm"
+    from genservice.generation.gallery import Gallery
+
+    shipped_gallery = Gallery.load(MODEL)  # and it answers a picture from the same gallery
+    assert loaded.gallery is not None and shipped_gallery is not None
+    assert len(loaded.gallery) == len(shipped_gallery)
     summary = json.loads((tmp_path / "killed/model/training_summary.json").read_text())
     assert summary["kind"] == "rl" and summary["steps"] == 4 and summary["base"] is not None
     from training.model_card import write_model_card

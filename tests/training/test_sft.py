@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -287,6 +288,34 @@ def test_fine_tune_from_a_local_model_dir(trained: Path, data: Path, tmp_path: P
     assert summary["model"]["from"] == str(trained) and summary["steps"] == 5
     # The run it started from stays on record, for the model card's list of stages.
     assert summary["base"] == json.loads((trained / SUMMARY_FILE).read_text())
+
+
+def test_a_model_fine_tuned_from_one_with_a_gallery_keeps_it(
+    trained: Path, data: Path, tmp_path: Path
+) -> None:
+    from genservice.generation.gallery import GALLERY_DIR, Gallery
+
+    base = tmp_path / "base"
+    shutil.copytree(trained, base)
+    shipped = ROOT / "genservice" / "models" / "tiny" / GALLERY_DIR
+    shutil.copytree(shipped, base / GALLERY_DIR)
+    tuned = tmp_path / "tuned"
+    (tuned / GALLERY_DIR).mkdir(parents=True)
+    (tuned / GALLERY_DIR / "stale.txt").write_text("from an earlier run")
+    raw = micro_config(data, tuned, max_steps=1, eval_every=0, save_every=0)
+    raw["model"] = {"from": str(base)}
+    train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+    carried, original = Gallery.load(tuned), Gallery.load(base)
+    assert carried is not None and original is not None
+    assert [e.id for e in carried.entries] == [e.id for e in original.entries]
+    assert not (tuned / GALLERY_DIR / "stale.txt").exists()  # the old run's folder is replaced
+    # A model trained from scratch has no gallery of its own.
+    fresh = tmp_path / "fresh"
+    train_sft(
+        SFTConfig.from_dict(micro_config(data, fresh, max_steps=1, eval_every=0, save_every=0)),
+        command="pytest", show_progress=False,
+    )  # fmt: skip
+    assert Gallery.load(fresh) is None
 
 
 def test_time_budget_stops_cleanly_and_saves(data: Path, tmp_path: Path) -> None:
