@@ -64,6 +64,8 @@ class CandidateScore:
     image_match: float | None = None  # an image task: how much it looks like the picture
     request_score: float | None = None  # the `request` check's score (None: nothing asked)
     sizes_off: tuple[float, ...] = ()  # factors to the sizes its words state (request.sizes_off)
+    extents_mm: list[float] = field(default_factory=list)  # its x, y, z extents
+    size_targets: dict[int, float] = field(default_factory=dict)  # axis: size asked along it
     sound: bool = False  # sound geometry, whatever it was asked (metrics.geometry_sound)
     bbox_within_5: bool | None = None  # an image task whose words give the size: within 5 %
     pictured: bool = False  # asked with a picture
@@ -117,7 +119,7 @@ def _cad_scores(
     from genservice.generation.asked import task_items
     from validators.cad import similarity
     from validators.cad.mesh import combine, decode_mesh
-    from validators.cad.request import sizes_off
+    from validators.cad.request import size_targets, sizes_off
     from validators.cad.validate import BASE_CHECKS, CadOptions, run_cad
 
     reference_mesh = None  # a request set (eval/requests_*.jsonl) has sizes, not a reference
@@ -153,6 +155,8 @@ def _cad_scores(
             asked=request is not None,
             request_score=asked.score if asked is not None else None,
             sizes_off=sizes_off(report),
+            extents_mm=[float(e) for e in report.metrics.get("bbox_mm") or ()],
+            size_targets=size_targets(report),
             sound=bool(report.metrics.get("geometry_sound")),
         )
         result.pictured = target is not None
@@ -257,7 +261,8 @@ def fit_task(
     def sized(p: str, s: CandidateScore) -> Trial:
         sound = s.sound and s.valid
         match = s.request_score if s.request_score is not None else 1.0
-        return Trial(p, sound, match, s, sizes=s.sizes_off, picture=s.image_match)
+        return Trial(p, sound, match, s, sizes=s.sizes_off, picture=s.image_match,
+                     extents=tuple(s.extents_mm), targets=s.size_targets)  # fmt: skip
 
     def validate_sizes(programs: list[str]) -> list[Trial]:
         return [sized(p, s) for p, s in zip(programs, blind(programs), strict=True)]

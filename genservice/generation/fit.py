@@ -6,9 +6,13 @@ mm, asked 90 mm"), and the program is parametric, so a person would set the para
 makes that extent. `fit_to_sizes` does it, on a sound candidate that misses nothing but sizes
 its words state (`validators.cad.request.sizes_off`): each round tries, for each factor that
 would bring an off size to what was asked, every fittable measure scaled by it alone, and all
-of them at once (a part read from a picture keeps its proportions: the words give its scale);
-the trial that meets more of the request, stays sound and (with a picture) looks no less like
-it wins, and the next round starts from it. Counts and shapes are never fitted.
+of them at once (a part read from a picture keeps its proportions: the words give its scale).
+Those single-measure trials also show how far each measure moves each extent, so the round
+then solves for all measures together (`solved_changes`: least squares in log scale, the
+proportions kept where the sizes leave them free) and tries that too: a height that is the
+sum of three steps, or a width that two radii make, is met in one move. The trial that meets
+more of the request, stays sound and (with a picture) still looks like it wins, and the next
+round starts from it. Counts and shapes are never fitted.
 
 **The picture.**
 
@@ -37,14 +41,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from genservice.generation.binding import kept_where_stated
+from genservice.generation.image_match import PASS as PICTURE_PASS
 from genservice.generation.rerank import match_score, rerank, valid_but_the_picture
 from validators.cad.program import ProgramError, apply_parameters, find_parameters, parse
-from validators.cad.request import missed_only_the_request, sizes_off
+from validators.cad.request import missed_only_the_request, size_targets, sizes_off
 
 DEFAULT_FIT = 3  # rounds served by default for a request with a picture
 MAX_FIT = 6  # rounds a request may ask for
@@ -55,6 +60,9 @@ DEADLINE_S = 60.0  # the whole fit stops starting rounds after this long
 
 
 PICTURE_SLACK = 0.02  # how much image_match a size fit may give up (a scaled part's outline)
+KEEP_SHAPE = 1e-3  # a solved size fit keeps the proportions (the picture) that the sizes leave free
+DAMPING = 1e-9  # only keeps the solve well posed (the proportions decide what sizes do not)
+MAX_SOLVED_STEP = math.log(3.0)  # the most a solved size fit scales one parameter by in a round
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,8 @@ class Trial:
     record: Any = None
     sizes: tuple[float, ...] = ()
     picture: float | None = None
+    extents: tuple[float, ...] = ()  # the part's x, y, z extents in mm (a size fit's trials)
+    targets: Mapping[int, float] = field(default_factory=dict)  # axis: the size asked along it
 
 
 @dataclass
@@ -132,7 +142,10 @@ def fit_to_sizes(
         return fit
     initial = fittable(start.program, request_text, keep)
     values = {n: v for n, v in initial.items() if isinstance(v, float) and not is_angle(n)}
-    floor = None if start.picture is None else start.picture - PICTURE_SLACK
+    # The words give the size, the picture the shape: a trial may look a little less like the
+    # picture, or any amount less so long as it still passes image_match.
+    floor = None if start.picture is None else min(start.picture - PICTURE_SLACK, PICTURE_PASS)
+    targets = start.targets
     current = start
     for round_ in range(rounds):
         if not current.sizes or not values or time.perf_counter() - began > deadline_s:
@@ -144,6 +157,12 @@ def fit_to_sizes(
                 _add_trial(trials, current.program, changes)
             _add_trial(trials, current.program, scaled)
         scored = validate(list(trials))
+        solved = solved_changes(current, [(trials[t.program], t) for t in scored], values, targets)
+        if solved:
+            before = len(trials)
+            _add_trial(trials, current.program, solved)
+            if len(trials) > before:
+                scored += validate(list(trials)[before:])
         fit.trials += len(scored)
         fit.rounds = round_ + 1
         if progress is not None:
@@ -162,6 +181,56 @@ def fit_to_sizes(
         current = max(better, key=lambda s: (s.match, -_change(trials[s.program], values)))
         values.update(trials[current.program])
     return _ended(fit, start, current, initial, values, began)
+
+
+def solved_changes(
+    current: Trial,
+    probes: list[tuple[dict[str, int | float], Trial]],
+    values: dict[str, float],
+    targets: Mapping[int, float],
+) -> dict[str, int | float] | None:
+    """The parameter values that bring the part's extents to the sizes asked along each axis
+    together, solved from this round's probes (each a single parameter scaled alone: how far
+    it moved each extent is one column of the sizes' sensitivity), in log scale: the least
+    squares change that meets the sizes, keeping the part's proportions where the sizes do not
+    decide them (so the part still looks like its picture). A size that is the sum of several
+    parameters (a flange's height: base, body and tip) is met by moving them together, which
+    no single-parameter trial does. None when nothing can be solved."""
+    import numpy as np
+
+    axes = sorted(axis for axis in targets if 0 <= axis < len(current.extents))
+    if not axes or any(current.extents[a] <= 0 for a in axes):
+        return None
+    start = np.log([current.extents[a] for a in axes])
+    columns: list[Any] = []
+    names: list[str] = []
+    for changes, trial in probes:
+        if len(changes) != 1 or not trial.valid or len(trial.extents) != len(current.extents):
+            continue
+        ((name, new),) = changes.items()
+        if name in names or name not in values or not values[name] or not new:
+            continue
+        step = math.log(float(new) / float(values[name]))
+        if abs(step) < 1e-6 or any(trial.extents[a] <= 0 for a in axes):
+            continue
+        columns.append((np.log([trial.extents[a] for a in axes]) - start) / step)
+        names.append(name)
+    if not names:
+        return None
+    n = len(names)
+    sensitivity = np.stack(columns, axis=1)
+    keep_shape = math.sqrt(KEEP_SHAPE) * (np.eye(n) - np.full((n, n), 1.0 / n))
+    system = np.vstack([sensitivity, keep_shape, math.sqrt(DAMPING) * np.eye(n)])
+    wanted = np.log([targets[a] for a in axes]) - start
+    goal = np.concatenate([wanted, np.zeros(2 * n)])
+    solution = np.clip(np.linalg.lstsq(system, goal, rcond=None)[0], -MAX_SOLVED_STEP,
+                       MAX_SOLVED_STEP)  # fmt: skip
+    solved: dict[str, int | float] = {
+        name: float(f"{values[name] * math.exp(float(x)):.4g}")
+        for name, x in zip(names, solution, strict=True)
+        if abs(float(x)) > 1e-4
+    }
+    return solved or None
 
 
 def _ended(
@@ -339,6 +408,8 @@ def _sizes_trial(program: str, report: Any, record: Any = None) -> Trial:
         record,
         sizes=sizes_off(report),
         picture=picture.score if picture is not None else None,
+        extents=tuple(float(e) for e in report.metrics.get("bbox_mm") or ()),
+        targets=size_targets(report),
     )
 
 

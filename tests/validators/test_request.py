@@ -8,6 +8,7 @@ from validators.cad.request import (
     check_request,
     missed_only_the_request,
     request_check,
+    size_targets,
     sizes_off,
 )
 from validators.cad.validate import CadOptions, validate_cad
@@ -132,3 +133,18 @@ def test_the_largest_size_is_the_largest_extent_and_says_how_far_off_it_is() -> 
     # What the size fit reads: the factor that brings the largest extent to what was asked.
     report = Report.build(False, 0.0, {"request": small}, None, {}, {})
     assert sizes_off(report) == (2.0,)
+
+
+def test_each_stated_size_is_a_target_along_the_axis_it_was_judged_on() -> None:
+    """What a solved size fit aims at: a box's sizes by the order of the extents (any
+    orientation), a height on z, a free size on the extent it was measured on."""
+    box = {"what": "box", "values_mm": [100.0, 20.0, 100.0], "match": "about", "phrase": "box"}
+    check = request_check([box], metrics(85, 24, 85))
+    report = Report.build(False, 0.0, {"request": check}, None, {}, {})
+    assert size_targets(report) == {0: 100.0, 2: 100.0, 1: 20.0}
+    check = request_check([size("height", 40), size("length", 90)], metrics(80, 10, 4))
+    report = Report.build(False, 0.0, {"request": check}, None, {}, {})
+    assert size_targets(report) == {2: 40.0, 0: 90.0}
+    at_least = request_check([size("height", 40, "at_least")], metrics(80, 10, 4))
+    assert size_targets(Report.build(False, 0.0, {"request": at_least}, None, {}, {})) == {}
+    assert size_targets(Report.build(False, 0.0, {}, None, {}, {})) == {}  # nothing asked

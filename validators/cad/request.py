@@ -174,6 +174,34 @@ def sizes_off(report: Report) -> tuple[float, ...]:
     return tuple(sorted(factors))
 
 
+def size_targets(report: Report) -> dict[int, float]:
+    """The size the words ask along each axis (0 x, 1 y, 2 z) that the `request` check judged
+    one of its `about` sizes by, met or not: a box's sizes go to the extents in the order of
+    their size (any orientation), a height to z, any other size to the extent it was measured
+    on. Empty without the check. A fit moves the part's extents toward these together."""
+    check = report.checks.get("request")
+    if check is None:
+        return {}
+    extents = [float(e) for e in check.detail.get("extents_mm", [])]
+    if len(extents) != 3:
+        return {}
+    targets: dict[int, float] = {}
+    by_size = sorted(range(3), key=lambda axis: -extents[axis])
+    for item in check.detail.get("items", []):
+        what, want, have = item.get("what"), item.get("asked"), item.get("measured")
+        if what not in SIZES or item.get("match", "about") != "about":
+            continue
+        if what == "box" and isinstance(want, list) and len(want) == 3:
+            targets.update((axis, float(w)) for axis, w in zip(by_size, want, strict=True))
+        elif what == "height" and _positive(want):
+            targets[2] = float(want)
+        elif _positive(want) and _positive(have):
+            free = [axis for axis in range(3) if axis not in targets] or [0, 1, 2]
+            axis = min(free, key=lambda a: abs(extents[a] - float(have)))
+            targets[axis] = float(want)
+    return targets
+
+
 def what_is_off(report: Report) -> str:
     """In words, what of the request a part misses ("height 4 mm, asked 40 mm"; "it does not
     look like the picture ..."); empty when nothing is."""

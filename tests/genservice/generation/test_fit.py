@@ -189,3 +189,51 @@ def test_a_size_on_the_wrong_parameter_or_axis_is_fitted(pool):
         fit = fit_candidate("cad", pool, None, program, start.report, text, 2, asked=(text, None))
         assert fit.changed == changed, (text, fit.to_dict())
         assert fit.scored is not None and fit.scored.record.valid, text
+
+
+def test_sizes_made_of_several_parameters_are_solved_together(pool):
+    """ "100 x 100 x 20 overall" asked of a stepped hub 85 across and 27.6 tall, whose height
+    is the sum of three steps: no one parameter scaled alone reaches 20 mm, so the fit solves
+    for all of them from how each moved the extents; the steps keep their proportions."""
+    from genservice.generation.fit import fit_candidate
+    from genservice.generation.rerank import rerank
+
+    hub = (
+        "import cadquery as cq\n\nbase_d = 85.0\nbase_h = 18.0\nbody_d = 42.0\nbody_h = 6.4\n"
+        "tip_d = 32.0\ntip_h = 3.2\n\n"
+        'result = cq.Workplane("XY").circle(base_d / 2).extrude(base_h)\n'
+        'result = result.faces(">Z").workplane().circle(body_d / 2).extrude(body_h)\n'
+        'result = result.faces(">Z").workplane().circle(tip_d / 2).extrude(tip_h)\n'
+    )
+    text = "a stepped hub, 100 x 100 x 20 mm overall"
+    start = rerank([hub], "cad", pool, asked=(text, None))[0]
+    assert not start.valid and "asked 100 × 100 × 20 mm" in start.report.error.message
+    fit = fit_candidate("cad", pool, None, hub, start.report, text, 2, asked=(text, None))
+    assert fit.scored is not None and fit.scored.record.valid, fit.to_dict()
+    extents = sorted(fit.scored.record.report.metrics["bbox_mm"])
+    asked = (20, 100, 100)
+    assert all(abs(have - want) <= 0.05 * want for have, want in zip(extents, asked, strict=True))
+    heights = [_value(fit.program, name) for name in ("base_h", "body_h", "tip_h")]
+    assert heights[0] / heights[1] == pytest.approx(18.0 / 6.4, rel=0.25)  # still its shape
+    assert heights[1] / heights[2] == pytest.approx(6.4 / 3.2, rel=0.25)
+
+
+def test_a_solved_size_fit_moves_each_parameter_by_how_it_moves_the_extents():
+    """The solver's arithmetic on probes: a height that is a + b (each probe moves it by its
+    share), asked twice as tall, with the width left as it is."""
+    from genservice.generation.fit import solved_changes
+
+    values = {"a": 10.0, "b": 30.0, "w": 50.0}
+
+    def trial(a: float, b: float, w: float) -> Trial:
+        return Trial("", True, 0.5, extents=(w, w, a + b))
+
+    current = trial(10.0, 30.0, 50.0)
+    probes = [({"a": 20.0}, trial(20.0, 30.0, 50.0)), ({"b": 60.0}, trial(10.0, 60.0, 50.0)),
+              ({"w": 100.0}, trial(10.0, 30.0, 100.0))]  # fmt: skip
+    solved = solved_changes(current, probes, values, {0: 50.0, 1: 50.0, 2: 80.0})
+    assert solved is not None
+    a, b = solved.get("a", 10.0), solved.get("b", 30.0)
+    assert 72 <= a + b <= 88 and abs(solved.get("w", 50.0) - 50.0) < 5
+    assert a / b == pytest.approx(1 / 3, rel=0.3)  # both grow, as the part's proportions ask
+    assert solved_changes(current, probes, values, {}) is None  # nothing asked: nothing solved
