@@ -143,9 +143,15 @@ def fit_to_sizes(
     initial = fittable(start.program, request_text, keep)
     values = {n: v for n, v in initial.items() if isinstance(v, float) and not is_angle(n)}
     # The words give the size, the picture the shape: a trial may look a little less like the
-    # picture, or any amount less so long as it still passes image_match.
+    # picture, or any amount less so long as it still passes image_match; one that meets every
+    # size the words state may give up more (they are what the user said exactly; the fit to
+    # the picture then wins back what it can without breaking them).
     floor = None if start.picture is None else min(start.picture - PICTURE_SLACK, PICTURE_PASS)
     targets = start.targets
+
+    def looks_alike(trial: Trial) -> bool:
+        return floor is None or (trial.picture or 0.0) >= floor
+
     current = start
     for round_ in range(rounds):
         if not current.sizes or not values or time.perf_counter() - began > deadline_s:
@@ -172,13 +178,16 @@ def fit_to_sizes(
             for s in scored
             if s.valid
             and s.match > current.match + GAIN
-            and (floor is None or (s.picture or 0.0) >= floor)
+            and (looks_alike(s) or s.match >= 1.0)
         ]
         if not better:
             break
-        # The trial that meets the most, by the least change (a factor that puts a size on
-        # another axis also "meets" a free size: "80 mm long" as an 80 mm thickness).
-        current = max(better, key=lambda s: (s.match, -_change(trials[s.program], values)))
+        # The trial that meets the most, still like the picture where one is, by the least
+        # change (a factor that puts a size on another axis also "meets" a free size: "80 mm
+        # long" as an 80 mm thickness, which no longer looks like the picture).
+        current = max(
+            better, key=lambda s: (s.match, looks_alike(s), -_change(trials[s.program], values))
+        )
         values.update(trials[current.program])
     return _ended(fit, start, current, initial, values, began)
 

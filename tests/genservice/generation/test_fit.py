@@ -237,3 +237,28 @@ def test_a_solved_size_fit_moves_each_parameter_by_how_it_moves_the_extents():
     assert 72 <= a + b <= 88 and abs(solved.get("w", 50.0) - 50.0) < 5
     assert a / b == pytest.approx(1 / 3, rel=0.3)  # both grow, as the part's proportions ask
     assert solved_changes(current, probes, values, {}) is None  # nothing asked: nothing solved
+
+
+def test_sizes_the_words_state_win_over_the_pictures_proportions(pool):
+    """A picture of a thin plate with the words "80 x 40 x 12 mm": the fit makes the part the
+    size the words say, though it then looks less like the picture, and its verdict says so
+    (NOT AS ASKED by the picture, no longer by the size)."""
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import render
+    from genservice.generation.fit import fit_candidate
+    from genservice.generation.rerank import rerank
+
+    plate = PLATE.format(width=40.0).replace("thickness = 6.0", "thickness = 4.0")
+    parts, _ = script_parts(plate, pool, domain="cad")
+    picture = Image.fromarray(render(parts, size=96))
+    text = "this, 80 x 40 x 12 mm"
+    start = rerank([plate], "cad", pool, picture=picture, asked=(text, None))[0]
+    assert "asked 80 × 40 × 12 mm" in start.report.error.message
+    assert start.report.checks["image_match"].passed
+    fit = fit_candidate("cad", pool, picture, plate, start.report, text, 2, asked=(text, None))
+    assert fit.sizes is not None and fit.sizes["changed"] == {"thickness": [4.0, 12.0]}
+    report = fit.scored.record.report if fit.scored else None
+    assert report is not None and report.checks["request"].passed
+    assert not report.checks["image_match"].passed and "look like the picture" in str(report.error)
