@@ -176,9 +176,7 @@ def fit_to_sizes(
         better = [
             s
             for s in scored
-            if s.valid
-            and s.match > current.match + GAIN
-            and (looks_alike(s) or s.match >= 1.0)
+            if s.valid and s.match > current.match + GAIN and (looks_alike(s) or s.match >= 1.0)
         ]
         if not better:
             break
