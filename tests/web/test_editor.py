@@ -287,6 +287,8 @@ def test_a_picture_is_uploaded_shown_and_comes_back_as_the_part_it_shows(
     p.get_by_label("Reference image").set_input_files(str(photo))
     shown = p.get_by_role("img", name="Input picture")
     shown.wait_for(state="visible")
+    # Visible comes before decoded: wait for the picture itself, then check it is the upload.
+    p.wait_for_function("document.querySelector('img.input-picture').complete")
     assert p.evaluate("document.querySelector('img.input-picture').naturalWidth") == 450
     sent: list[dict[str, Any]] = []
     jobs: list[str] = []
