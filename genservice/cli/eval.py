@@ -11,7 +11,7 @@ from typing import Any
 from genservice.cli.common import UsageError, cli_device, sandbox_limits
 from genservice.generation.engine import MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
-from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT
+from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, gallery_candidates
 
 # Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
 # only, so no test task is ever a training task whatever seed the training corpus used.
@@ -268,7 +268,8 @@ def eval_command(args: argparse.Namespace) -> int:
         programs = [r.entry.scaled_to(task["prompt"]) for r in found]
         if args.bind == "off":
             return programs
-        return bind_candidates(programs, task["domain"], task["prompt"])
+        bound = bind_candidates(programs, task["domain"], task["prompt"])
+        return [p for p, _ in gallery_candidates(bound, programs, [r.entry.id for r in found])]
 
     if args.retrieve and loaded.gallery is None:
         raise UsageError(f"--retrieve: the model at {model_dir} has no gallery/")

@@ -15,7 +15,7 @@ from typing import Any
 from genservice.generation.binding import bind_candidates
 from genservice.generation.entry_point import EntryPoint, check_entry_point
 from genservice.generation.fit import MAX_FIT, Fit, fit_candidate
-from genservice.generation.gallery import MAX_RETRIEVE
+from genservice.generation.gallery import MAX_RETRIEVE, gallery_candidates
 from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
 from genservice.generation.rerank import rerank, valid_but_the_picture
@@ -235,9 +235,9 @@ def sample_programs(
             else None
         ),
     )
+    scaled = [r.entry.scaled_to(request.prompt) for r in retrieved]
     programs = bind_candidates(
-        [clean_completion(c.text) for c in completions]
-        + [r.entry.scaled_to(request.prompt) for r in retrieved],
+        [clean_completion(c.text) for c in completions] + scaled,
         request.domain,
         request.prompt,
         request.previous_program,
@@ -247,8 +247,8 @@ def sample_programs(
         Sampled(program, c.finish_reason, len(c.tokens))
         for program, c in zip(written, completions, strict=True)
     ] + [
-        Sampled(program, "retrieved", 0, r.entry.id)
-        for program, r in zip(found, retrieved, strict=True)
+        Sampled(program, "retrieved", 0, entry_id)
+        for program, entry_id in gallery_candidates(found, scaled, [r.entry.id for r in retrieved])
     ]
 
 

@@ -280,6 +280,22 @@ class Gallery:
         return np.asarray(0.6 * iou + 0.4 * f1)
 
 
+def gallery_candidates(
+    bound: Sequence[str], scaled: Sequence[str], ids: Sequence[str]
+) -> list[tuple[str, str]]:
+    """The candidates gallery parts give, as (program, entry id): each part bound to the
+    numbers its words state and, where binding changed it, also as it was only scaled. A
+    gallery part's parameter names were written for another request, so a name the words use
+    may mean another extent there ("5.5 mm long" set as a standoff's `length`, its height);
+    the checks choose, and the size fit then meets the stated sizes by the extents."""
+    found: list[tuple[str, str]] = []
+    for program, plain, entry_id in zip(bound, scaled, ids, strict=True):
+        found.append((program, entry_id))
+        if plain != program:
+            found.append((plain, entry_id))
+    return found
+
+
 def carry_gallery(from_dir: Path | str | None, output: Path | str) -> bool:
     """Give a model trained from `from_dir` that model's gallery (its parts and drawings do
     not depend on the weights, so a fine-tuned model reads pictures with the same catalogue);

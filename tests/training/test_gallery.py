@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from genservice.generation.engine import GenerationRequest, retrieve_programs
-from genservice.generation.gallery import Gallery, GalleryEntry, gallery_views, size_factor
+from genservice.generation.gallery import (
+    Gallery,
+    GalleryEntry,
+    gallery_candidates,
+    gallery_views,
+    size_factor,
+)
 from genservice.generation.image_match import Target
 from training.corpus.images import draw_look, picture
 from training.gallery import build_gallery
@@ -150,3 +156,15 @@ def test_a_gallery_part_takes_the_overall_size_the_words_state() -> None:
     assert size_factor("50 mm long, 20 mm wide, 8 mm tall", "cad", (100.0, 40.0, 16.0)) == (
         pytest.approx(0.5)
     )
+
+
+def test_a_gallery_part_that_binding_changed_is_offered_as_scaled_too() -> None:
+    """Binding writes a stated number into the parameter its word names, but a gallery part's
+    names were written for another request ("5.5 mm long" into a standoff's `length`, its
+    height): where binding changed a part, the part as only scaled is a candidate too, with
+    the same entry id; a part binding left alone is offered once."""
+    found = gallery_candidates(["length = 5.5", "width = 3"], ["length = 12", "width = 3"],
+                               ["standoff-1", "plate-2"])  # fmt: skip
+    assert found == [("length = 5.5", "standoff-1"), ("length = 12", "standoff-1"),
+                     ("width = 3", "plate-2")]  # fmt: skip
+    assert gallery_candidates([], [], []) == []
