@@ -11,8 +11,8 @@ Those single-measure trials also show how far each measure moves each extent, so
 then solves for all measures together (`solved_changes`: least squares in log scale, the
 proportions kept where the sizes leave them free) and tries that too: a height that is the
 sum of three steps, or a width that two radii make, is met in one move. The trial that meets
-more of the request, stays sound and (with a picture) still looks like it wins, and the next
-round starts from it. Counts and shapes are never fitted.
+more of the request, stays sound and (with a picture) still looks like it, or meets every
+stated size, wins, and the next round starts from it. Counts and shapes are never fitted.
 
 **The picture.**
 
