@@ -175,7 +175,7 @@ def _check_size(size: int) -> None:
         raise RenderError(f"the picture size must be {MIN_SIZE}-{MAX_SIZE} pixels, got {size}")
 
 
-def _unit_depth(frame: Frame) -> np.ndarray:
+def unit_depth(frame: Frame) -> np.ndarray:
     """Depth scaled to 0 (nearest the sphere allows) .. 1 (farthest); 1 where nothing was hit."""
     scaled = (frame.depth - frame.near) / max(frame.far - frame.near, 1e-9)
     return np.clip(np.nan_to_num(scaled, nan=1.0), 0.0, 1.0)
@@ -183,7 +183,7 @@ def _unit_depth(frame: Frame) -> np.ndarray:
 
 def edges(frame: Frame, crease_deg: float = 35.0, depth_jump: float = 0.04) -> np.ndarray:
     """Pixels on an outline (hit next to miss), a crease (normals turn) or a step in depth."""
-    hit, n, d = frame.hit, frame.normals, _unit_depth(frame)
+    hit, n, d = frame.hit, frame.normals, unit_depth(frame)
     cos = math.cos(math.radians(crease_deg))
     edge = np.zeros_like(hit)
     for axis in (0, 1):
@@ -219,16 +219,16 @@ def shade(
     elif style == "lines":
         out[edges(frame)] = part_ink
     elif style == "depth":
-        out[hit] = (0.92 - 0.75 * _unit_depth(frame)[hit])[:, None]
+        out[hit] = (0.92 - 0.75 * unit_depth(frame)[hit])[:, None]
     elif style == "normals":
-        fade = 1.0 - 0.45 * _unit_depth(frame)[hit]
+        fade = 1.0 - 0.45 * unit_depth(frame)[hit]
         out[hit] = (frame.normals[hit] * 0.5 + 0.5) * fade[:, None]
     else:
         key = np.asarray(light, dtype=np.float64)
         key /= np.linalg.norm(key)
         diffuse = np.clip(frame.normals[hit] @ key, 0.0, 1.0)
         fill = np.clip(frame.normals[hit][:, 2], 0.0, 1.0)  # from the eye: no face goes black
-        fade = 1.0 - 0.2 * _unit_depth(frame)[hit]
+        fade = 1.0 - 0.2 * unit_depth(frame)[hit]
         lit = (0.22 + 0.58 * diffuse + 0.2 * fill) * fade
         out[hit] = np.clip(np.asarray(color)[None, :] * lit[:, None] * 1.15, 0.0, 1.0)
         outline = edges(frame)

@@ -761,6 +761,7 @@ def write_outputs(results: list[TaskResult], out: Path, meta: dict[str, Any]) ->
                     "after_fit": r.after_fit.__dict__ if r.after_fit else None,
                     "served": r.served.__dict__ if r.served else None,
                     "served_from_gallery": r.served_retrieved,
+                    "retrieved": [c.__dict__ for c in r.retrieved or []],
                     "fit": r.fit,
                     "best_program_fit": r.best_program_fit,
                 }

@@ -12,12 +12,21 @@ the distance of the camera matters, only shape. At each viewpoint two things are
   holes that a silhouette cannot show. A photograph carries no normals, so the edges a shaded
   picture shows stand in for the normals the renderer knows.
 
-A viewpoint scores 0.6 * IoU + 0.4 * outline F1; from the best coarse viewpoints a finer search
-moves the camera while the match improves, and the score is the best viewpoint's (it passes at
-PASS). A picture of the rig (four panels in a 2x2 grid, as previews and image tasks draw it) is
-compared panel by panel with the candidate's rig instead: the collage as a whole looks like no
-one view. The picture is part of what was asked: a sound part that fails the check is NOT AS
-ASKED, never VALID (rerank.with_image_match), and best-of-N ranks candidates by the score.
+A viewpoint scores 0.6 * IoU + 0.4 * outline F1. A picture with shading (a render, a
+screenshot, a photograph: not a silhouette or a line drawing) says more than its outline: the
+brightness of each face follows which way the face turns. So for such a picture a third thing
+is compared, the shading: how much of the colour of the picture's faces the candidate's own
+surface explains, as a light would (`shading_agreement`: the R² of the picture's colours fitted
+linearly to the candidate's normals and depth, cell by cell away from edges; any light, any
+colour, a normal map or a depth map all fit). Two parts alike in outline, a tray and a box, a
+plate and a leaning plate seen edge-on, differ there. Such a viewpoint scores
+(1 - SHADING) * (0.6 * IoU + 0.4 * F1) + SHADING * R². From the best coarse viewpoints a finer
+search moves the camera while the match improves, and the score is the best viewpoint's (it
+passes at PASS). A picture of the rig (four panels in a 2x2 grid, as previews and image tasks
+draw it) is compared panel by panel with the candidate's rig instead: the collage as a whole
+looks like no one view. The picture is part of what was asked: a sound part that fails the
+check is NOT AS ASKED, never VALID (rerank.with_image_match), and best-of-N ranks candidates by
+the score.
 """
 
 from __future__ import annotations
@@ -33,6 +42,10 @@ PASS = 0.75  # score at which the check passes (bench/image_match.py: right and 
 REFINE_FROM = 2  # the best coarse viewpoints a finer search starts from
 REFINE_STEPS = (12.0, 6.0, 3.0)  # degrees of the finer search's moves
 BACKGROUND_DISTANCE = 40.0  # colour distance (0-441) at which a pixel is the part
+SHADING = 0.3  # the weight of shading agreement in a shaded picture's score
+FLAT = 8.0  # colour spread (0-255, across the faces) below which a picture shows no shading
+MIN_FACE_CELLS = 12  # face cells (away from edges) a picture needs to show shading
+RIDGE = 0.005  # how little a feature may vary over the faces and still explain their shading
 
 
 def _views() -> list[Any]:
@@ -93,6 +106,92 @@ def normalise(mask: np.ndarray, layer: np.ndarray | None = None) -> np.ndarray |
     return cells
 
 
+def cell_means(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The mean of `values` (h, w, c) over the mask's pixels in each cell of normalise()'s grid:
+    (GRID, GRID, c), NaN in cells the mask does not reach."""
+    rows, cols = np.nonzero(mask)
+    out = np.full((GRID, GRID, values.shape[-1]), np.nan)
+    if not len(rows):
+        return out
+    top, left = rows.min(), cols.min()
+    height, width = rows.max() + 1 - top, cols.max() + 1 - left
+    side = max(height, width)
+    oy, ox = (side - height) // 2, (side - width) // 2
+    cell = ((rows - top + oy) * GRID // side) * GRID + (cols - left + ox) * GRID // side
+    counts = np.bincount(cell, minlength=GRID * GRID)
+    sums = np.stack(
+        [np.bincount(cell, weights=values[rows, cols, c], minlength=GRID * GRID)
+         for c in range(values.shape[-1])], axis=-1,
+    )  # fmt: skip
+    seen = counts > 0
+    flat = out.reshape(GRID * GRID, -1)
+    flat[seen] = sums[seen] / counts[seen, None]
+    return out
+
+
+def shrunk(mask: np.ndarray) -> np.ndarray:
+    """Cells set whose four neighbours are set too (the last two axes are the grid)."""
+    return ~grown(~mask)
+
+
+def shading_agreement(reading: Reading, surface: np.ndarray) -> float:
+    """How much of the colour of the picture's faces the candidate's surface explains: the R²
+    (0-1) of a least-squares fit of the colour of each of the picture's face cells (away from
+    its edges: an edge cell mixes two faces) to the candidate's normal (x, y, z) and depth in
+    the same cell. A light from anywhere on a part of any colour is linear in the normal, and
+    a normal map or depth map is linear in them too, so the right part at the right viewpoint
+    explains nearly all of it and a part that turns its faces elsewhere does not; a face cell
+    the candidate does not cover is explained by nothing. Every candidate is judged on the same
+    cells: the picture's. `surface` is the candidate's cell means of normal and depth
+    (surface()) at the viewpoint."""
+    colours = reading[3]
+    if colours is None:
+        return 0.0
+    faces = np.isfinite(colours[..., 0])
+    seen = colours[faces] / 255.0
+    seen = seen - seen.mean(axis=0)
+    spread = float((seen**2).sum())
+    covered = np.isfinite(surface[faces][:, 0])
+    if spread <= 1e-12 or np.count_nonzero(covered) < 2:
+        return 0.0
+    explained = surface[faces][covered]
+    explained = explained - explained.mean(axis=0)
+    fitted = seen[covered] - seen[covered].mean(axis=0)
+    # Ridge: a feature that barely varies over the faces (the depth across a flat face seen
+    # square on) cannot be scaled up to mimic a gradient of light it does not make.
+    gram = explained.T @ explained + RIDGE * len(seen) * np.eye(explained.shape[1])
+    coefficients = np.linalg.lstsq(gram, explained.T @ fitted, rcond=None)[0]
+    left = float(((fitted - explained @ coefficients) ** 2).sum())
+    left += float((seen[~covered] ** 2).sum())
+    return float(np.clip(1.0 - left / spread, 0.0, 1.0))
+
+
+def surface(frame: Any, hit: np.ndarray) -> np.ndarray:
+    """A rendered frame's normals and depth (0 near .. 1 far) as cell means: (GRID, GRID, 4)."""
+    from exporters.render import unit_depth
+
+    values = np.concatenate([frame.normals, unit_depth(frame)[..., None]], axis=-1)
+    return cell_means(hit, values)
+
+
+def face_colours(pixels: np.ndarray, mask: np.ndarray, outline: np.ndarray) -> np.ndarray | None:
+    """A picture's face colours for shading_agreement: the mean colour of each cell inside its
+    silhouette and away from its edges (NaN elsewhere), or None when the faces show no shading
+    (a silhouette, a flat fill: their colours spread less than FLAT) or too few cells."""
+    colours = cell_means(mask, np.asarray(pixels, dtype=np.float64)[..., :3])
+    silhouette = normalise(mask)
+    if silhouette is None:
+        return None
+    faces = shrunk(silhouette) & ~grown(outline) & np.isfinite(colours[..., 0])
+    if np.count_nonzero(faces) < MIN_FACE_CELLS:
+        return None
+    spread = float(np.sqrt(((colours[faces] - colours[faces].mean(axis=0)) ** 2).sum(-1).mean()))
+    if spread < FLAT:
+        return None
+    colours[~faces] = np.nan
+    return colours
+
+
 def _filled(mask: np.ndarray) -> np.ndarray:
     from scipy.ndimage import binary_fill_holes
 
@@ -113,7 +212,8 @@ def _f1(a: np.ndarray, b: np.ndarray) -> float:
     return float(2 * precision * recall / (precision + recall)) if precision + recall else 0.0
 
 
-Reading = tuple[np.ndarray, np.ndarray, np.ndarray]  # silhouette, outline, framed mask
+# silhouette, outline, framed mask, face colours (None: no shading to compare)
+Reading = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]
 
 
 class Target:
@@ -138,7 +238,8 @@ def _read(pixels: np.ndarray, mask: np.ndarray | None = None) -> Reading | None:
     mask = foreground(pixels) if mask is None else mask
     if np.count_nonzero(mask) < 12 or mask.mean() > 0.97:
         return None
-    if is_drawing(mask):  # a line drawing: the part is what its outline encloses
+    drawing = is_drawing(mask)
+    if drawing:  # a line drawing: the part is what its outline encloses
         from scipy.ndimage import binary_closing, binary_fill_holes
 
         mask = binary_fill_holes(binary_closing(mask, iterations=2)) | mask
@@ -146,9 +247,10 @@ def _read(pixels: np.ndarray, mask: np.ndarray | None = None) -> Reading | None:
     outline = normalise(mask, picture_edges(pixels, mask))
     if silhouette is None or outline is None:
         return None
+    colours = None if drawing else face_colours(pixels, mask, outline)
     # Also as framed (for a rig's panels): the rig frames every view on the part's bounding
     # sphere, so where and how large the part sits in a panel says how its sizes compare.
-    return silhouette, outline, framed(mask)
+    return silhouette, outline, framed(mask), colours
 
 
 def is_drawing(mask: np.ndarray) -> bool:
@@ -225,7 +327,7 @@ def _view_score(scene: Any, target: Target, view: Any) -> dict[str, Any]:
     from exporters.render import edges
 
     assert target.whole is not None
-    silhouette, outline, _ = target.whole
+    silhouette, outline = target.whole[:2]
     frame = scene.cast(view, DRAW)
     drawn = normalise(_filled(frame.hit) if target.drawing else frame.hit)
     if drawn is None:
@@ -233,13 +335,12 @@ def _view_score(scene: Any, target: Target, view: Any) -> dict[str, Any]:
     lines = normalise(frame.hit, edges(frame))
     assert lines is not None
     iou, f1 = _iou(drawn, silhouette), _f1(lines, outline)  # floats, not numpy scalars
-    return {
-        "score": 0.6 * iou + 0.4 * f1,
-        "silhouette_iou": iou,
-        "outline_f1": f1,
-        "view": view.name,
-        "pose": _pose(view),
-    }
+    found = {"score": 0.6 * iou + 0.4 * f1, "silhouette_iou": iou, "outline_f1": f1}
+    if target.whole[3] is not None:
+        shading = shading_agreement(target.whole, surface(frame, frame.hit))
+        found["score"] = (1 - SHADING) * found["score"] + SHADING * shading
+        found["shading"] = shading
+    return {**found, "view": view.name, "pose": _pose(view)}
 
 
 def _pose(view: Any) -> tuple[float, float, bool]:
@@ -305,7 +406,11 @@ def _rig_reading(scene: Any, target: Target, panels: Sequence[Any]) -> dict[str,
             scores.append(0.0)
             continue
         placed = _iou(framed(hit), panel[2])
-        scores.append(0.3 * _iou(drawn, panel[0]) + 0.3 * placed + 0.4 * _f1(lines, panel[1]))
+        score = 0.3 * _iou(drawn, panel[0]) + 0.3 * placed + 0.4 * _f1(lines, panel[1])
+        if panel[3] is not None:
+            shading = shading_agreement(panel, surface(frame, frame.hit))
+            score = (1 - SHADING) * score + SHADING * shading
+        scores.append(score)
     return {
         "score": float(np.mean(scores)),
         "view": "rig",

@@ -86,3 +86,41 @@ def test_a_picture_from_any_angle_finds_its_viewpoint(azimuth: float, elevation:
     score, detail = image_match(target, PLATE)
     assert score >= 0.9, detail
     assert image_match(target, DISC)[0] < PASS and image_match(target, POST)[0] < PASS
+
+
+DOME = _parts(trimesh.creation.icosphere(subdivisions=4, radius=20))
+
+
+def test_shading_tells_parts_alike_in_outline_apart() -> None:
+    """A ball and a disc seen end-on are the same circle with no edges inside; only the shading
+    of the picture (light falling off round the ball) says which it is."""
+    picture = render(DOME, [View.orbit(30, 40, True)], 160)
+    target = Target(Image.fromarray(picture))
+    assert target.whole is not None and target.whole[3] is not None  # it shows shading
+    ball, ball_detail = image_match(target, DOME)
+    disc, disc_detail = image_match(target, DISC)
+    assert ball_detail["shading"] >= 0.9, ball_detail
+    assert disc_detail["shading"] <= 0.7, disc_detail
+    assert ball >= PASS and ball > disc + 0.1
+
+
+@pytest.mark.parametrize("style", ["shaded", "normals", "depth"])
+def test_any_light_or_shading_style_is_explained_by_the_right_part(style: str) -> None:
+    """The fit is linear in the normals and depth, so a light from anywhere, a normal map and a
+    depth map are all explained by the right part at the right viewpoint."""
+    target = Target(Image.fromarray(render(PLATE, [View.orbit(-60, 35, True)], 160, style)))
+    score, detail = image_match(target, PLATE)
+    assert detail["shading"] >= 0.8 and score >= 0.85, detail
+    # A post turns its faces elsewhere: however it is lit, it explains far less of the picture.
+    assert image_match(target, POST)[1]["shading"] < detail["shading"] - 0.3
+
+
+@pytest.mark.parametrize("style", ["silhouette", "lines"])
+def test_a_picture_without_shading_is_judged_by_its_outline_alone(style: str) -> None:
+    picture = render(PLATE, [View.orbit(40, 30, True)], 160, style)
+    target = Target(Image.fromarray(picture))
+    assert target.whole is not None and target.whole[3] is None
+    score, detail = image_match(target, PLATE)
+    assert "shading" not in detail
+    assert score == pytest.approx(0.6 * detail["silhouette_iou"] + 0.4 * detail["outline_f1"],
+                                  abs=1e-3)  # fmt: skip
