@@ -88,39 +88,49 @@ def grown(mask: np.ndarray) -> np.ndarray:
     return out
 
 
-def normalise(mask: np.ndarray, layer: np.ndarray | None = None) -> np.ndarray | None:
-    """`layer` (default the mask) cropped to the mask's extent, centred in a square and scaled
-    to GRID x GRID cells (a cell is set when any pixel in it is); None for an empty mask."""
+def _grid_cells(
+    mask: np.ndarray, layer: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The cell (rows, columns) of each set pixel of `layer` (default the mask) inside the
+    mask's extent, in np.nonzero order, when that extent is centred in a square scaled to GRID x
+    GRID cells; None for an empty mask."""
     rows, cols = np.nonzero(mask)
     if not len(rows):
         return None
-    top, bottom, left, right = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
-    side = max(bottom - top, right - left)
-    square = np.zeros((side, side), dtype=bool)
-    crop = (mask if layer is None else layer)[top:bottom, left:right]
-    oy, ox = (side - crop.shape[0]) // 2, (side - crop.shape[1]) // 2
-    square[oy : oy + crop.shape[0], ox : ox + crop.shape[1]] = crop
-    ys, xs = np.nonzero(square)
+    top, left = rows.min(), cols.min()
+    height, width = rows.max() + 1 - top, cols.max() + 1 - left
+    side = max(height, width)
+    oy, ox = (side - height) // 2, (side - width) // 2
+    if layer is not None:
+        rows, cols = np.nonzero(layer)
+        inside = (rows >= top) & (rows < top + height) & (cols >= left) & (cols < left + width)
+        rows, cols = rows[inside], cols[inside]
+    return (rows - top + oy) * GRID // side, (cols - left + ox) * GRID // side
+
+
+def normalise(mask: np.ndarray, layer: np.ndarray | None = None) -> np.ndarray | None:
+    """`layer` (default the mask) cropped to the mask's extent, centred in a square and scaled
+    to GRID x GRID cells (a cell is set when any pixel in it is); None for an empty mask."""
+    placed = _grid_cells(mask, layer)
+    if placed is None:
+        return None
     cells = np.zeros((GRID, GRID), dtype=bool)
-    cells[(ys * GRID) // side, (xs * GRID) // side] = True
+    cells[placed] = True
     return cells
 
 
 def cell_means(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
     """The mean of `values` (h, w, c) over the mask's pixels in each cell of normalise()'s grid:
     (GRID, GRID, c), NaN in cells the mask does not reach."""
-    rows, cols = np.nonzero(mask)
     out = np.full((GRID, GRID, values.shape[-1]), np.nan)
-    if not len(rows):
+    placed = _grid_cells(mask)
+    if placed is None:
         return out
-    top, left = rows.min(), cols.min()
-    height, width = rows.max() + 1 - top, cols.max() + 1 - left
-    side = max(height, width)
-    oy, ox = (side - height) // 2, (side - width) // 2
-    cell = ((rows - top + oy) * GRID // side) * GRID + (cols - left + ox) * GRID // side
+    cell = placed[0] * GRID + placed[1]
     counts = np.bincount(cell, minlength=GRID * GRID)
+    pixels = values[np.nonzero(mask)]
     sums = np.stack(
-        [np.bincount(cell, weights=values[rows, cols, c], minlength=GRID * GRID)
+        [np.bincount(cell, weights=pixels[:, c], minlength=GRID * GRID)
          for c in range(values.shape[-1])], axis=-1,
     )  # fmt: skip
     seen = counts > 0
@@ -166,22 +176,22 @@ def shading_agreement(reading: Reading, surface: np.ndarray) -> float:
     return float(np.clip(1.0 - left / spread, 0.0, 1.0))
 
 
-def surface(frame: Any, hit: np.ndarray) -> np.ndarray:
-    """A rendered frame's normals and depth (0 near .. 1 far) as cell means: (GRID, GRID, 4)."""
+def surface(frame: Any) -> np.ndarray:
+    """A rendered frame's normals and depth (0 near .. 1 far) as cell means over what it hit:
+    (GRID, GRID, 4)."""
     from exporters.render import unit_depth
 
     values = np.concatenate([frame.normals, unit_depth(frame)[..., None]], axis=-1)
-    return cell_means(hit, values)
+    return cell_means(frame.hit, values)
 
 
-def face_colours(pixels: np.ndarray, mask: np.ndarray, outline: np.ndarray) -> np.ndarray | None:
+def face_colours(
+    pixels: np.ndarray, mask: np.ndarray, silhouette: np.ndarray, outline: np.ndarray
+) -> np.ndarray | None:
     """A picture's face colours for shading_agreement: the mean colour of each cell inside its
     silhouette and away from its edges (NaN elsewhere), or None when the faces show no shading
     (a silhouette, a flat fill: their colours spread less than FLAT) or too few cells."""
     colours = cell_means(mask, np.asarray(pixels, dtype=np.float64)[..., :3])
-    silhouette = normalise(mask)
-    if silhouette is None:
-        return None
     faces = shrunk(silhouette) & ~grown(outline) & np.isfinite(colours[..., 0])
     if np.count_nonzero(faces) < MIN_FACE_CELLS:
         return None
@@ -247,7 +257,7 @@ def _read(pixels: np.ndarray, mask: np.ndarray | None = None) -> Reading | None:
     outline = normalise(mask, picture_edges(pixels, mask))
     if silhouette is None or outline is None:
         return None
-    colours = None if drawing else face_colours(pixels, mask, outline)
+    colours = None if drawing else face_colours(pixels, mask, silhouette, outline)
     # Also as framed (for a rig's panels): the rig frames every view on the part's bounding
     # sphere, so where and how large the part sits in a panel says how its sizes compare.
     return silhouette, outline, framed(mask), colours
@@ -337,7 +347,7 @@ def _view_score(scene: Any, target: Target, view: Any) -> dict[str, Any]:
     iou, f1 = _iou(drawn, silhouette), _f1(lines, outline)  # floats, not numpy scalars
     found = {"score": 0.6 * iou + 0.4 * f1, "silhouette_iou": iou, "outline_f1": f1}
     if target.whole[3] is not None:
-        shading = shading_agreement(target.whole, surface(frame, frame.hit))
+        shading = shading_agreement(target.whole, surface(frame))
         found["score"] = (1 - SHADING) * found["score"] + SHADING * shading
         found["shading"] = shading
     return {**found, "view": view.name, "pose": _pose(view)}
@@ -408,7 +418,7 @@ def _rig_reading(scene: Any, target: Target, panels: Sequence[Any]) -> dict[str,
         placed = _iou(framed(hit), panel[2])
         score = 0.3 * _iou(drawn, panel[0]) + 0.3 * placed + 0.4 * _f1(lines, panel[1])
         if panel[3] is not None:
-            shading = shading_agreement(panel, surface(frame, frame.hit))
+            shading = shading_agreement(panel, surface(frame))
             score = (1 - SHADING) * score + SHADING * shading
         scores.append(score)
     return {
