@@ -59,6 +59,22 @@ def add_corpus_commands(sub: Any) -> None:
         "families with few parameter sets (code) fill their share (default 1: once each)",
     )
     build.add_argument(
+        "--novel-names",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="call the thing in this share of grammar-drawn requests (compositional, furniture) "
+        "by a made-up word or a plain noun, so that it is read by its parts (0-1; default 0)",
+    )
+    build.add_argument(
+        "--more-words",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="let this share of grammar-drawn requests use a wider vocabulary of phrasings "
+        "(shorthand, other words for the same sizes; 0-1; default 0)",
+    )
+    build.add_argument(
         "--compositional",
         type=float,
         default=0.0,
@@ -337,7 +353,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _write(args: argparse.Namespace, pool: Any, workers: int, limits: Any) -> Any:
-    from training.corpus.build import write_corpus
+    from training.corpus.build import Wording, write_corpus
 
     return write_corpus(
         args.output,
@@ -356,6 +372,7 @@ def _write(args: argparse.Namespace, pool: Any, workers: int, limits: Any) -> An
         pool=pool,
         workers=workers,
         limits=limits,
+        wording=Wording(args.novel_names, args.more_words),
     )
 
 

@@ -23,6 +23,12 @@ compositional when floor((i + 1) * share) > floor(i * share). The other rows are
 chosen families would give without it, in the same order; at 0 (the default) the corpus is
 byte-for-byte what it was. The compositional rows are those of `--families compositional`.
 
+With a `Wording` (`novel_names`, `more_words` > 0), that share of the rows of grammar-drawn
+families (compositional, furniture: those whose `sample` takes `called`) calls the thing by a
+name no family uses (training/corpus/novel_names.py), or may use the wider vocabulary of
+phrasings (phrasing.pick_more): each row decides by its own seeded stream, and at 0 (the
+default) the corpus is what it was.
+
 With `repair` > 0 (write_corpus), that share of CAD and scene tasks is followed by a repair task
 made from it (training/corpus/repair.py: a broken program, the validator's real error, the
 original program as the target); with `verify`, every row of a grammar-drawn (opt-in) family
@@ -75,6 +81,19 @@ class CorpusSummary:
         self.domains[row["family"]] = row["domain"]
 
 
+@dataclass(frozen=True)
+class Wording:
+    """Shares of grammar-drawn rows reworded: a made-up name, the wider vocabulary."""
+
+    novel_names: float = 0.0
+    more_words: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("novel_names", "more_words"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} is a share between 0 and 1, got {getattr(self, name)}")
+
+
 def select_families(
     families: Sequence[str | Family] | None = None,
     domains: Sequence[str] | None = None,
@@ -116,6 +135,7 @@ def build_corpus(
     phrasings: int = 1,
     compositional: float = 0.0,
     check: Callable[[Iterator[dict[str, Any]]], Iterator[dict[str, Any]]] | None = None,
+    wording: Wording = Wording(),
 ) -> Iterator[dict[str, Any]]:
     """Up to n task rows (fewer only when every family runs out), deterministic by seed;
     `compositional` is the share of them drawn from the compositional family, `check` a filter
@@ -142,9 +162,9 @@ def build_corpus(
             )
     seen = _Seen()
     draws: dict[str, int] = {}
-    stream = _rotation(seed, chosen, split, unstated, phrasings, seen, draws)
+    stream = _rotation(seed, chosen, split, (unstated, wording), phrasings, seen, draws)
     if composed is not None:
-        extra = _rotation(seed, [composed], split, unstated, phrasings, seen, draws)
+        extra = _rotation(seed, [composed], split, (unstated, wording), phrasings, seen, draws)
         stream = _interleaved(stream, extra, compositional)
     return itertools.islice(check(stream) if check is not None else stream, n)
 
@@ -193,7 +213,7 @@ def _rotation(
     seed: int | str,
     chosen: list[Family],
     split: str | None,
-    unstated: float,
+    drawing: tuple[float, Wording],
     phrasings: int,
     seen: _Seen,
     draws: dict[str, int],
@@ -204,7 +224,7 @@ def _rotation(
     active = list(chosen)
     while active:
         for family in list(active):
-            row = _next_row(family, seed, draws, seen, split, unstated, phrasings)
+            row = _next_row(family, seed, draws, seen, split, drawing, phrasings)
             if row is None:
                 active.remove(family)
                 continue
@@ -217,12 +237,12 @@ def _next_row(
     draws: dict[str, int],
     seen: _Seen,
     split: str | None,
-    unstated: float,
+    drawing: tuple[float, Wording],
     phrasings: int,
 ) -> dict[str, Any] | None:
     """The family's next new row (of the split, if one is asked for); None when exhausted."""
     for _ in range(MAX_MISSES):
-        sample = _draw(family, f"{seed}:{family.name}:{draws[family.name]}", unstated)
+        sample = _draw(family, f"{seed}:{family.name}:{draws[family.name]}", *drawing)
         draws[family.name] += 1
         key = params_key(family.name, sample.params)
         given = seen.rows[key]
@@ -242,9 +262,20 @@ def _next_row(
     return None
 
 
-def _draw(family: Family, stream: str, unstated: float) -> Any:
-    """One sample of the family from its seeded stream (leaving dimensions unstated, maybe)."""
+def _draw(family: Family, stream: str, unstated: float, wording: Wording = Wording()) -> Any:
+    """One sample of the family from its seeded stream (leaving dimensions unstated, or
+    reworded, maybe)."""
     rng = random.Random(stream)
+    if getattr(family, "opt_in", False) and (wording.novel_names or wording.more_words):
+        from training.corpus.novel_names import novel_name
+        from training.corpus.phrasing import more_words
+
+        called = None
+        if random.Random(f"{stream}:novel").random() < wording.novel_names:
+            called = novel_name(random.Random(f"{stream}:novel-name"))
+        wider = random.Random(f"{stream}:wider").random() < wording.more_words
+        with more_words(wider):
+            return family.sample(rng, called=called) if called else family.sample(rng)
     leave_out = getattr(family, "sample_unstated", None)
     if leave_out is None or unstated == 0:
         return family.sample(rng)
@@ -270,6 +301,7 @@ def write_corpus(
     pool: Any = None,
     workers: int = 2,
     limits: Any = None,
+    wording: Wording = Wording(),
 ) -> CorpusSummary:
     """Write the corpus as JSONL (one task per line, written atomically); a summary.
 
@@ -285,12 +317,11 @@ def write_corpus(
         raise ValueError(f"repair is a share between 0 and 1, got {repair}")
     path = Path(path)
     summary = CorpusSummary(path, 0, n)
-    build_corpus(n, seed, families, domains, split, unstated, phrasings, compositional)  # raises
+    drawn = (n, seed, families, domains, split, unstated, phrasings, compositional)
+    build_corpus(*drawn, wording=wording)  # raises
 
     def draw(check: Any) -> Iterator[dict[str, Any]]:
-        return build_corpus(
-            n, seed, families, domains, split, unstated, phrasings, compositional, check
-        )
+        return build_corpus(*drawn, check, wording=wording)
 
     if (repair or verify) and pool is None:
         from validators.sandbox import Limits, SandboxPool

@@ -201,8 +201,9 @@ class Compositional:
     held_out: bool = False
     opt_in: bool = True
 
-    def sample(self, rng: random.Random) -> Sample:
-        """Draw a composition, name it, and write its program, request and spec."""
+    def sample(self, rng: random.Random, called: str | None = None) -> Sample:
+        """Draw a composition, name it, and write its program, request and spec; the request
+        calls it `called` when given (corpus build `--novel-names`)."""
         draft = draw_draft(rng)
         shape = {"composition": draft.signature, **draft.params}
         named = random.Random(params_key(FAMILY, shape))
@@ -211,7 +212,7 @@ class Compositional:
         spec: dict[str, Any] = {"bbox_mm": [round(float(v), 3) for v in draft.bbox], "solids": 1}
         if draft.any_orientation:
             spec["any_orientation"] = True
-        return Sample(prompt_of(rng, draft, name), program_of(draft), params, spec)
+        return Sample(prompt_of(rng, draft, called or name), program_of(draft), params, spec)
 
     def split_rule(self, params: dict[str, Any]) -> str:
         """The row's split (base.split_of asks a family that has one)."""

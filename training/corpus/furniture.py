@@ -111,13 +111,14 @@ def _parts(rng: random.Random, p: dict[str, Any], board: str) -> list[str]:
     n = phrasing.number
     w, d, t, h, leg = (p[k] for k in ("width", "depth", "board_t", "height", "leg"))
     shape = "round" if p["round_legs"] else phrasing.pick(rng, ["square", "sq", "square-section"])
-    legs = phrasing.pick(
+    legs = phrasing.pick_more(
         rng,
         [
             f"four {size(rng, leg)} {shape} legs",
             f"legs {n(leg)} mm {shape}",
             f"4 {shape} legs, {size(rng, leg)} thick",
         ],
+        [f"{size(rng, leg)} legs", f"legs {n(leg)}", f"{n(leg)} mm {shape} posts for legs"],
     )
     if p["inset"]:
         legs += phrasing.pick(
@@ -125,35 +126,46 @@ def _parts(rng: random.Random, p: dict[str, Any], board: str) -> list[str]:
             [f" set in {size(rng, p['inset'])} from the edges", f", inset {n(p['inset'])} mm"],
         )
     parts = [
-        phrasing.pick(
+        phrasing.pick_more(
             rng,
             [
                 f"a {n(w)} x {n(d)} {board} {size(rng, t)} thick",
                 f"{board} {size(rng, w)} wide and {size(rng, d)} deep, {n(t)} mm thick",
                 f"{board} {n(w)}x{n(d)}x{n(t)}",
             ],
+            [
+                f"a {size(rng, t)} {board} board, {n(w)} by {n(d)}",
+                f"{board} {n(w)} × {n(d)} ({n(t)} mm)",
+                f"{n(w)} wide, {n(d)} deep {board}, {size(rng, t)} board",
+            ],
         ),
-        phrasing.pick(
+        phrasing.pick_more(
             rng,
             [
                 f"{board} height {size(rng, h)}",
                 f"the top of the {board} {size(rng, h)} off the floor",
                 f"{size(rng, h)} to the top of the {board}",
             ],
+            [f"{board} at {n(h)}", f"{n(h)} mm {board} height", f"{board} {size(rng, h)} up"],
         ),
         legs,
     ]
     if "back" in p:
+        back, back_t = p["back"], p["back_t"]
+        # The wider vocabulary may leave a backrest's thickness unsaid when it is the legs'.
+        unsaid = [f"a {size(rng, back)} backrest", f"back {n(back)} above the {board}"]
         parts.append(
-            phrasing.pick(
+            phrasing.pick_more(
                 rng,
                 [
-                    f"a backrest {size(rng, p['back'])} high and {size(rng, p['back_t'])} thick "
+                    f"a backrest {size(rng, back)} high and {size(rng, back_t)} thick "
                     "on the back edge",
-                    f"a {n(p['back'])} mm back, {n(p['back_t'])} mm thick, standing on the "
+                    f"a {n(back)} mm back, {n(back_t)} mm thick, standing on the "
                     f"back of the {board}",
-                    f"backrest {n(p['back'])} tall ({n(p['back_t'])} thick)",
+                    f"backrest {n(back)} tall ({n(back_t)} thick)",
                 ],
+                [f"a {n(back)} mm tall backrest as thick as the legs"]
+                + (unsaid if back_t == leg else []),
             )
         )
     if "arm" in p:
@@ -170,12 +182,14 @@ def _parts(rng: random.Random, p: dict[str, Any], board: str) -> list[str]:
     return parts
 
 
-def prompt_of(rng: random.Random, p: dict[str, Any], name: str) -> str:
-    """A request for the composition: its name and its parts in words, in any order."""
+def prompt_of(rng: random.Random, p: dict[str, Any], name: str, called: str | None = None) -> str:
+    """A request for the composition: its name (or what it is `called` instead) and its parts
+    in words, in any order."""
     board = "seat" if "back" in p or "stool" in name or "bench" in name else "top"
     parts = _parts(rng, p, board)
     rng.shuffle(parts)
-    thing = f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+    said = called or name
+    thing = f"{'an' if said[0] in 'aeiou' else 'a'} {said}"
     if rng.random() < 0.2:
         thing = f"{thing} scene"
     return articles(phrasing.request(rng, thing, phrasing.dims(rng, parts, shuffle=False)))
@@ -198,12 +212,19 @@ class Furniture:
     held_out: bool = False
     opt_in: bool = True
 
-    def sample(self, rng: random.Random) -> Sample:
-        """Draw the parts, name the composition, and write its program, request and spec."""
+    def sample(self, rng: random.Random, called: str | None = None) -> Sample:
+        """Draw the parts, name the composition, and write its program, request and spec; the
+        request calls it `called` when given (corpus build `--novel-names`)."""
         shape = draw_params(rng)
+        # With the wider vocabulary, a backrest is as thick as the legs often enough that its
+        # thickness can go unsaid.
+        thick_as_legs = random.Random(params_key(FAMILY, shape) + ":back").random() < 0.4
+        if "back" in shape and phrasing.wider() and thick_as_legs:
+            shape["back_t"] = shape["leg"]
         named = random.Random(params_key(FAMILY, shape))
         name = phrasing.pick(named, names_for(shape))
-        return Sample(prompt_of(rng, shape, name), program_of(shape), shape, spec_of(shape))
+        request = prompt_of(rng, shape, name, called)
+        return Sample(request, program_of(shape), shape, spec_of(shape))
 
 
 FAMILIES = [Furniture()]

@@ -16,7 +16,7 @@ import math
 import random
 
 from training.corpus.grammar import HOLE_SIZES, Draft, Phrase, a_, dia, mm
-from training.corpus.phrasing import count, length, number, pick
+from training.corpus.phrasing import count, length, number, pick, pick_more
 
 BEND_ANGLES = (30.0, 45.0, 60.0, 90.0, 90.0, 90.0, 120.0, 135.0, 150.0, 180.0)
 
@@ -89,26 +89,43 @@ def _swept_words(p: dict[str, float]) -> Phrase:
     def words(rng: random.Random) -> str:
         od, r, angle = p["outer_d"], p["bend_r"], p["bend_angle"]
         if "inner_d" in p:
-            size = pick(
+            inner, wall = p["inner_d"], number((od - p["inner_d"]) / 2)
+            size = pick_more(
                 rng,
                 [
-                    f"{dia(od)} outside and {dia(p['inner_d'])} inside",
-                    f"{length(rng, od)} OD, {length(rng, p['inner_d'])} ID",
-                    f"outer diameter {length(rng, od)}, wall {number((od - p['inner_d']) / 2)} mm",
-                    f"{number(od)}/{number(p['inner_d'])} mm",
+                    f"{dia(od)} outside and {dia(inner)} inside",
+                    f"{length(rng, od)} OD, {length(rng, inner)} ID",
+                    f"outer diameter {length(rng, od)}, wall {wall} mm",
+                    f"{number(od)}/{number(inner)} mm",
+                ],
+                [
+                    f"for {number(od)} mm tubing, {number(inner)} mm bore",
+                    f"OD {number(od)} ID {number(inner)}",
+                    f"{length(rng, od)} outside diameter, {length(rng, inner)} inside diameter",
+                    f"a {number(od)} mm OD tube with a {wall} mm wall",
+                    f"outer Ø{number(od)}, inner Ø{number(inner)}",
                 ],
             )
         else:
-            size = pick(
-                rng, [f"{dia(od)}", f"{length(rng, od)} diameter", f"{number(od)} mm round"]
+            size = pick_more(
+                rng,
+                [f"{dia(od)}", f"{length(rng, od)} diameter", f"{number(od)} mm round"],
+                [f"{number(od)} mm round bar", f"solid, {length(rng, od)} across"],
             )
-        turn = pick(
+        turn = pick_more(
             rng,
             [
                 f"bent through {number(angle)}° on {a_(length(rng, r))} bend radius",
                 f"a {number(angle)} degree bend, bend radius {length(rng, r)}",
                 f"curving {number(angle)}° around a {number(r)} mm radius (to its centreline)",
                 f"swept through {number(angle)}° at R{number(r)}",
+            ],
+            [
+                f"{_turn_words(rng, angle)}, centreline radius {length(rng, r)}",
+                f"CLR {number(r)}, {_turn_words(rng, angle)}",
+                f"{_turn_words(rng, angle)} on R{number(r)}",
+                f"{number(r)} mm radius to the centre of the tube, {_turn_words(rng, angle)}",
+                f"turning {number(angle)} deg with a {length(rng, r)} centre-line radius",
             ],
         )
         runs = []
@@ -119,6 +136,16 @@ def _swept_words(p: dict[str, float]) -> Phrase:
         return ", ".join([size, turn, *runs])
 
     return words
+
+
+def _turn_words(rng: random.Random, angle: float) -> str:
+    """How far a bend turns, as people say it: 'a quarter turn' for 90°, '120°' otherwise."""
+    named = {
+        90.0: ["a quarter turn", "a right-angle turn", "90°", "90 degrees"],
+        180.0: ["a half turn", "a U-turn", "180°"],
+        45.0: ["an eighth of a turn", "45°"],
+    }
+    return pick(rng, named.get(angle, [f"{number(angle)}°", f"{number(angle)} degrees"]))
 
 
 def leaning_base(rng: random.Random) -> Draft:
@@ -181,14 +208,20 @@ def leaning_base(rng: random.Random) -> Draft:
 def _leaning_words(p: dict[str, float]) -> Phrase:
     def words(rng: random.Random) -> str:
         t, rise, angle = p["thickness"], p["rise"], p["lean_angle"]
-        base = pick(
+        depth, width = p["depth"], p["width"]
+        base = pick_more(
             rng,
             [
-                f"a {number(p['depth'])} x {number(p['width'])} base plate",
-                f"a base {length(rng, p['depth'])} deep and {length(rng, p['width'])} wide",
+                f"a {number(depth)} x {number(width)} base plate",
+                f"a base {length(rng, depth)} deep and {length(rng, width)} wide",
+            ],
+            [
+                f"{length(rng, width)} wide with a {length(rng, depth)} deep foot",
+                f"base d{number(depth)} w{number(width)}",
+                f"a base {number(depth)} deep, {number(width)} wide",
             ],
         )
-        lean = pick(
+        lean = pick_more(
             rng,
             [
                 f"a {length(rng, rise)} back plate leaning back at {number(angle)}° from the base",
@@ -196,27 +229,43 @@ def _leaning_words(p: dict[str, float]) -> Phrase:
                 "from the base",
                 f"an upright {length(rng, rise)} long at {number(angle)}° to the base",
             ],
+            [
+                f"a back {length(rng, rise)} long at {number(angle)}° from horizontal",
+                f"a rest {number(rise)} @ {number(angle)}°",
+                f"a {length(rng, rise)} panel reclined to {number(angle)} deg from the floor",
+                f"a leaning back {number(rise)} mm long, {number(angle)} degrees to the base",
+            ],
         )
-        where = pick(
+        where = pick_more(
             rng,
             [
                 f"rising {length(rng, p['set_back'])} back from the front edge",
                 f"its foot {number(p['set_back'])} mm from the front",
             ],
+            [f"starting {length(rng, p['set_back'])} behind the front edge"],
         )
-        stock = pick(rng, [f"all {length(rng, t)} thick", f"{number(t)} mm plate throughout"])
+        stock = pick_more(
+            rng,
+            [f"all {length(rng, t)} thick", f"{number(t)} mm plate throughout"],
+            [f"t{number(t)}", f"{length(rng, t)} stock", f"thickness {length(rng, t)}"],
+        )
         return ", ".join([base, lean, where, stock])
 
     return words
 
 
 def _lip_words(lip: float) -> Phrase:
-    return lambda rng: pick(
+    return lambda rng: pick_more(
         rng,
         [
             f"a {length(rng, lip)} lip along the front edge",
             f"a front ledge {number(lip)} mm high",
             f"a {number(lip)} mm stop at the front",
+        ],
+        [
+            f"lip {number(lip)}",
+            f"a {length(rng, lip)} high front lip",
+            f"front edge raised {number(lip)}",
         ],
     )
 

@@ -8,7 +8,9 @@ a model meets many phrasings of the same request. All choices come from the call
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 NUMBER_WORDS = {
     1: "one",
@@ -29,6 +31,31 @@ NUMBER_WORDS = {
 def pick(rng: random.Random, options: Sequence[str]) -> str:
     """One of the options."""
     return options[rng.randrange(len(options))]
+
+
+# Whether the row being drawn may use the wider vocabulary (corpus build `--more-words`). Off,
+# `pick_more` draws exactly as `pick` does, so corpora built without it stay what they were.
+_MORE_WORDS: ContextVar[bool] = ContextVar("more_words", default=False)
+
+
+@contextmanager
+def more_words(on: bool = True) -> Iterator[None]:
+    """Within the block, `pick_more` may also choose its extra phrasings."""
+    token = _MORE_WORDS.set(on)
+    try:
+        yield
+    finally:
+        _MORE_WORDS.reset(token)
+
+
+def wider() -> bool:
+    """Whether the row being drawn uses the wider vocabulary."""
+    return _MORE_WORDS.get()
+
+
+def pick_more(rng: random.Random, options: Sequence[str], extra: Sequence[str]) -> str:
+    """One of the options, or of the extra ones too when the wider vocabulary is on."""
+    return pick(rng, [*options, *extra] if _MORE_WORDS.get() else options)
 
 
 def number(value: float) -> str:
