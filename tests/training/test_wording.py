@@ -63,13 +63,17 @@ def test_shares_are_checked_and_zero_changes_nothing() -> None:
 def test_pick_more_draws_as_pick_unless_the_wider_vocabulary_is_on() -> None:
     """Off, pick_more takes the same option and the same randomness as pick; on, the extra
     options are drawn too."""
-    options, extra = ["a", "b", "c"], ["x", "y"]
+    options = ["a", "b", "c"]
+
+    def extra() -> list[str]:  # draws from the stream, as a phrase with a length does
+        raise AssertionError("the extra phrasings are not made with the wider vocabulary off")
+
     for seed in range(50):
         one, two = random.Random(seed), random.Random(seed)
         assert pick_more(one, options, extra) == pick(two, options)
         assert one.random() == two.random()
     with more_words():
-        drawn = {pick_more(random.Random(seed), options, extra) for seed in range(100)}
+        drawn = {pick_more(random.Random(seed), options, lambda: ["x", "y"]) for seed in range(100)}
     assert drawn == {"a", "b", "c", "x", "y"}
 
 

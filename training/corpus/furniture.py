@@ -118,7 +118,7 @@ def _parts(rng: random.Random, p: dict[str, Any], board: str) -> list[str]:
             f"legs {n(leg)} mm {shape}",
             f"4 {shape} legs, {size(rng, leg)} thick",
         ],
-        [f"{size(rng, leg)} legs", f"legs {n(leg)}", f"{n(leg)} mm {shape} posts for legs"],
+        lambda: [f"{size(rng, leg)} legs", f"legs {n(leg)}", f"{n(leg)} mm {shape} posts for legs"],
     )
     if p["inset"]:
         legs += phrasing.pick(
@@ -133,7 +133,7 @@ def _parts(rng: random.Random, p: dict[str, Any], board: str) -> list[str]:
                 f"{board} {size(rng, w)} wide and {size(rng, d)} deep, {n(t)} mm thick",
                 f"{board} {n(w)}x{n(d)}x{n(t)}",
             ],
-            [
+            lambda: [
                 f"a {size(rng, t)} {board} board, {n(w)} by {n(d)}",
                 f"{board} {n(w)} × {n(d)} ({n(t)} mm)",
                 f"{n(w)} wide, {n(d)} deep {board}, {size(rng, t)} board",
@@ -146,14 +146,21 @@ def _parts(rng: random.Random, p: dict[str, Any], board: str) -> list[str]:
                 f"the top of the {board} {size(rng, h)} off the floor",
                 f"{size(rng, h)} to the top of the {board}",
             ],
-            [f"{board} at {n(h)}", f"{n(h)} mm {board} height", f"{board} {size(rng, h)} up"],
+            lambda: [
+                f"{board} at {n(h)}",
+                f"{n(h)} mm {board} height",
+                f"{board} {size(rng, h)} up",
+            ],
         ),
         legs,
     ]
     if "back" in p:
         back, back_t = p["back"], p["back_t"]
         # The wider vocabulary may leave a backrest's thickness unsaid when it is the legs'.
-        unsaid = [f"a {size(rng, back)} backrest", f"back {n(back)} above the {board}"]
+
+        def unsaid() -> list[str]:
+            return [f"a {size(rng, back)} backrest", f"back {n(back)} above the {board}"]
+
         parts.append(
             phrasing.pick_more(
                 rng,
@@ -164,8 +171,10 @@ def _parts(rng: random.Random, p: dict[str, Any], board: str) -> list[str]:
                     f"back of the {board}",
                     f"backrest {n(back)} tall ({n(back_t)} thick)",
                 ],
-                [f"a {n(back)} mm tall backrest as thick as the legs"]
-                + (unsaid if back_t == leg else []),
+                lambda: (
+                    [f"a {n(back)} mm tall backrest as thick as the legs"]
+                    + (unsaid() if back_t == leg else [])
+                ),
             )
         )
     if "arm" in p:

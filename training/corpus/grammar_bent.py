@@ -98,7 +98,7 @@ def _swept_words(p: dict[str, float]) -> Phrase:
                     f"outer diameter {length(rng, od)}, wall {wall} mm",
                     f"{number(od)}/{number(inner)} mm",
                 ],
-                [
+                lambda: [
                     f"for {number(od)} mm tubing, {number(inner)} mm bore",
                     f"OD {number(od)} ID {number(inner)}",
                     f"{length(rng, od)} outside diameter, {length(rng, inner)} inside diameter",
@@ -110,7 +110,7 @@ def _swept_words(p: dict[str, float]) -> Phrase:
             size = pick_more(
                 rng,
                 [f"{dia(od)}", f"{length(rng, od)} diameter", f"{number(od)} mm round"],
-                [f"{number(od)} mm round bar", f"solid, {length(rng, od)} across"],
+                lambda: [f"{number(od)} mm round bar", f"solid, {length(rng, od)} across"],
             )
         turn = pick_more(
             rng,
@@ -120,12 +120,14 @@ def _swept_words(p: dict[str, float]) -> Phrase:
                 f"curving {number(angle)}° around a {number(r)} mm radius (to its centreline)",
                 f"swept through {number(angle)}° at R{number(r)}",
             ],
-            [
+            lambda: [
                 f"{_turn_words(rng, angle)}, centreline radius {length(rng, r)}",
                 f"CLR {number(r)}, {_turn_words(rng, angle)}",
                 f"{_turn_words(rng, angle)} on R{number(r)}",
                 f"{number(r)} mm radius to the centre of the tube, {_turn_words(rng, angle)}",
                 f"turning {number(angle)} deg with a {length(rng, r)} centre-line radius",
+                # A bend with no angle said is a right angle, as a tube bender's default is.
+                *(_unsaid_right_angle(rng, r) if angle == 90 else []),
             ],
         )
         runs = []
@@ -136,6 +138,16 @@ def _swept_words(p: dict[str, float]) -> Phrase:
         return ", ".join([size, turn, *runs])
 
     return words
+
+
+def _unsaid_right_angle(rng: random.Random, r: float) -> list[str]:
+    """A 90° bend said by its radius alone ('bent on a 35 mm radius', 'CLR 20')."""
+    return [
+        f"bent on {a_(length(rng, r))} radius",
+        f"CLR {number(r)}",
+        f"centreline radius {length(rng, r)}",
+        f"{length(rng, r)} bend radius",
+    ]
 
 
 def _turn_words(rng: random.Random, angle: float) -> str:
@@ -215,7 +227,7 @@ def _leaning_words(p: dict[str, float]) -> Phrase:
                 f"a {number(depth)} x {number(width)} base plate",
                 f"a base {length(rng, depth)} deep and {length(rng, width)} wide",
             ],
-            [
+            lambda: [
                 f"{length(rng, width)} wide with a {length(rng, depth)} deep foot",
                 f"base d{number(depth)} w{number(width)}",
                 f"a base {number(depth)} deep, {number(width)} wide",
@@ -229,7 +241,7 @@ def _leaning_words(p: dict[str, float]) -> Phrase:
                 "from the base",
                 f"an upright {length(rng, rise)} long at {number(angle)}° to the base",
             ],
-            [
+            lambda: [
                 f"a back {length(rng, rise)} long at {number(angle)}° from horizontal",
                 f"a rest {number(rise)} @ {number(angle)}°",
                 f"a {length(rng, rise)} panel reclined to {number(angle)} deg from the floor",
@@ -242,12 +254,12 @@ def _leaning_words(p: dict[str, float]) -> Phrase:
                 f"rising {length(rng, p['set_back'])} back from the front edge",
                 f"its foot {number(p['set_back'])} mm from the front",
             ],
-            [f"starting {length(rng, p['set_back'])} behind the front edge"],
+            lambda: [f"starting {length(rng, p['set_back'])} behind the front edge"],
         )
         stock = pick_more(
             rng,
             [f"all {length(rng, t)} thick", f"{number(t)} mm plate throughout"],
-            [f"t{number(t)}", f"{length(rng, t)} stock", f"thickness {length(rng, t)}"],
+            lambda: [f"t{number(t)}", f"{length(rng, t)} stock", f"thickness {length(rng, t)}"],
         )
         return ", ".join([base, lean, where, stock])
 
@@ -262,7 +274,7 @@ def _lip_words(lip: float) -> Phrase:
             f"a front ledge {number(lip)} mm high",
             f"a {number(lip)} mm stop at the front",
         ],
-        [
+        lambda: [
             f"lip {number(lip)}",
             f"a {length(rng, lip)} high front lip",
             f"front edge raised {number(lip)}",

@@ -8,7 +8,7 @@ a model meets many phrasings of the same request. All choices come from the call
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -53,9 +53,12 @@ def wider() -> bool:
     return _MORE_WORDS.get()
 
 
-def pick_more(rng: random.Random, options: Sequence[str], extra: Sequence[str]) -> str:
-    """One of the options, or of the extra ones too when the wider vocabulary is on."""
-    return pick(rng, [*options, *extra] if _MORE_WORDS.get() else options)
+def pick_more(
+    rng: random.Random, options: Sequence[str], extra: Callable[[], Sequence[str]]
+) -> str:
+    """One of the options, or of the `extra()` ones too when the wider vocabulary is on (extra
+    is called only then, so that off, the draw uses the same randomness as `pick`)."""
+    return pick(rng, [*options, *extra()] if _MORE_WORDS.get() else options)
 
 
 def number(value: float) -> str:
