@@ -200,6 +200,14 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             else ""
         )
         + (
+            " A stage after that taught it to read a request by the parts it lists rather "
+            "than by the thing's name (furniture on legs, tubes bent on a radius, plates "
+            "leaning at an angle, often called by a made-up word), so that a thing it was "
+            "never named can still be built from its parts."
+            if any("--novel-names" in (s.get("corpus_command") or "") for s in _stages(summary))
+            else ""
+        )
+        + (
             " A last stage of online RL rewarded it with the validators' scores of its own "
             "samples (`genservice train rl`)."
             if summary.get("kind") == "rl"
