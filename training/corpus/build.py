@@ -274,8 +274,9 @@ def _draw(family: Family, stream: str, unstated: float, wording: Wording = Wordi
         if random.Random(f"{stream}:novel").random() < wording.novel_names:
             called = novel_name(random.Random(f"{stream}:novel-name"))
         wider = random.Random(f"{stream}:wider").random() < wording.more_words
+        sample: Any = family.sample  # a grammar-drawn family's sample also takes `called`
         with more_words(wider):
-            return family.sample(rng, called=called) if called else family.sample(rng)
+            return sample(rng, called=called) if called else sample(rng)
     leave_out = getattr(family, "sample_unstated", None)
     if leave_out is None or unstated == 0:
         return family.sample(rng)
