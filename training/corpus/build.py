@@ -162,9 +162,9 @@ def build_corpus(
             )
     seen = _Seen()
     draws: dict[str, int] = {}
-    stream = _rotation(seed, chosen, split, (unstated, wording), phrasings, seen, draws)
+    stream = _rotation(seed, chosen, split, unstated, wording, phrasings, seen, draws)
     if composed is not None:
-        extra = _rotation(seed, [composed], split, (unstated, wording), phrasings, seen, draws)
+        extra = _rotation(seed, [composed], split, unstated, wording, phrasings, seen, draws)
         stream = _interleaved(stream, extra, compositional)
     return itertools.islice(check(stream) if check is not None else stream, n)
 
@@ -213,7 +213,8 @@ def _rotation(
     seed: int | str,
     chosen: list[Family],
     split: str | None,
-    drawing: tuple[float, Wording],
+    unstated: float,
+    wording: Wording,
     phrasings: int,
     seen: _Seen,
     draws: dict[str, int],
@@ -224,7 +225,7 @@ def _rotation(
     active = list(chosen)
     while active:
         for family in list(active):
-            row = _next_row(family, seed, draws, seen, split, drawing, phrasings)
+            row = _next_row(family, seed, draws, seen, split, unstated, wording, phrasings)
             if row is None:
                 active.remove(family)
                 continue
@@ -237,12 +238,14 @@ def _next_row(
     draws: dict[str, int],
     seen: _Seen,
     split: str | None,
-    drawing: tuple[float, Wording],
+    unstated: float,
+    wording: Wording,
     phrasings: int,
 ) -> dict[str, Any] | None:
     """The family's next new row (of the split, if one is asked for); None when exhausted."""
     for _ in range(MAX_MISSES):
-        sample = _draw(family, f"{seed}:{family.name}:{draws[family.name]}", *drawing)
+        stream = f"{seed}:{family.name}:{draws[family.name]}"
+        sample = _draw(family, stream, unstated, wording)
         draws[family.name] += 1
         key = params_key(family.name, sample.params)
         given = seen.rows[key]

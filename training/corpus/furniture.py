@@ -227,8 +227,11 @@ class Furniture:
         shape = draw_params(rng)
         # With the wider vocabulary, a backrest is as thick as the legs often enough that its
         # thickness can go unsaid.
-        thick_as_legs = random.Random(params_key(FAMILY, shape) + ":back").random() < 0.4
-        if "back" in shape and phrasing.wider() and thick_as_legs:
+        if (
+            "back" in shape
+            and phrasing.wider()
+            and random.Random(params_key(FAMILY, shape) + ":back").random() < 0.4
+        ):
             shape["back_t"] = shape["leg"]
         named = random.Random(params_key(FAMILY, shape))
         name = phrasing.pick(named, names_for(shape))

@@ -38,7 +38,7 @@ def made_up_word(rng: random.Random) -> str:
         syllables = rng.choice((2, 2, 3))
         word = "".join(rng.choice(ONSETS) + rng.choice(VOWELS) for _ in range(syllables))
         word += rng.choice(CODAS)
-        if word not in NEVER and not any(word.startswith(n) for n in NEVER):
+        if not word.startswith(tuple(NEVER)):
             return word
 
 
