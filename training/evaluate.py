@@ -745,6 +745,7 @@ def write_outputs(results: list[TaskResult], out: Path, meta: dict[str, Any]) ->
             "best": r.best,
             "candidates": [c.__dict__ for c in r.candidates],
             "best_program": r.programs[r.best] if r.programs else None,
+            "programs": r.programs,
             **(
                 {
                     "after_one": [c.__dict__ for c in r.after_one],

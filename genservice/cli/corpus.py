@@ -75,6 +75,15 @@ def add_corpus_commands(sub: Any) -> None:
         "(shorthand, other words for the same sizes; 0-1; default 0)",
     )
     build.add_argument(
+        "--unsaid-defaults",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="in this share of grammar-drawn requests, parts with a conventional default take "
+        "it and leave it unsaid: a bend said by its radius alone turns a right angle, a "
+        "backrest of unsaid thickness is as thick as the legs (0-1; default 0)",
+    )
+    build.add_argument(
         "--compositional",
         type=float,
         default=0.0,
@@ -372,7 +381,7 @@ def _write(args: argparse.Namespace, pool: Any, workers: int, limits: Any) -> An
         pool=pool,
         workers=workers,
         limits=limits,
-        wording=Wording(args.novel_names, args.more_words),
+        wording=Wording(args.novel_names, args.more_words, args.unsaid_defaults),
     )
 
 

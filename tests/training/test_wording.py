@@ -1,6 +1,7 @@
-"""Reworded grammar requests (corpus build `--novel-names`, `--more-words`): a thing called by a
-name no family uses still gets its own program, split and id; the wider vocabulary still says
-what the part measures; and both are off unless asked for."""
+"""Reworded grammar requests (corpus build `--novel-names`, `--more-words`, `--unsaid-defaults`):
+a thing called by a name no family uses still gets its own program, split and id; the wider
+vocabulary still says what the part measures; a default left unsaid is the one the program
+takes; and all are off unless asked for."""
 
 from __future__ import annotations
 
@@ -57,7 +58,12 @@ def test_shares_are_checked_and_zero_changes_nothing() -> None:
         Wording(novel_names=1.5)
     with pytest.raises(ValueError, match="more_words"):
         Wording(more_words=-0.1)
+    with pytest.raises(ValueError, match="unsaid_defaults"):
+        Wording(unsaid_defaults=2.0)
     assert _rows(40, "compositional", Wording(0.0, 0.0)) == _rows(40, "compositional", Wording())
+    reworded = Wording(0.3, 0.5)
+    for family in ("compositional", "furniture"):
+        assert _rows(60, family, Wording(0.3, 0.5, 0.0)) == _rows(60, family, reworded)
 
 
 def test_pick_more_draws_as_pick_unless_the_wider_vocabulary_is_on() -> None:
@@ -111,3 +117,43 @@ def test_wider_words_still_say_what_the_part_measures(pool: Any) -> None:
             metrics = {"bbox_mm": row["spec"]["bbox_mm"], "holes": 0, "solids": 9}
             check = request_check(items, metrics)
             assert check is not None and check.passed, (row["prompt"], check and check.detail)
+
+
+def test_unsaid_defaults_are_the_ones_the_programs_take(pool: Any) -> None:
+    """With every row leaving its defaults unsaid, half the bends or more are right angles said
+    by their radius alone, every backrest is as thick as the legs and its thickness goes unsaid,
+    and the parts still build and pass the request check of their own words."""
+    wording = Wording(unsaid_defaults=1.0)
+    bends = [r for r in _rows(1500, "compositional", wording) if "bend_angle" in r["params"]]
+    right = [r for r in bends if r["params"]["bend_angle"] == 90]
+    assert len(bends) >= 20 and len(right) >= len(bends) / 2
+    for row in right:
+        words = row["prompt"].lower()
+        assert not any(w in words for w in ("°", "degree", "deg ", "turn")), words
+    for row in bends:
+        if row["params"]["bend_angle"] != 90:
+            assert f"{row['params']['bend_angle']:g}" in row["prompt"], row["prompt"]
+    backed = [r for r in _rows(80, "furniture", wording) if "back" in r["params"]]
+    assert len(backed) >= 20
+    for row in backed:
+        p = row["params"]
+        assert p["back_t"] == p["leg"]
+        said_thick = ("thick on the back edge", "mm thick, standing", " thick)", "as thick as")
+        assert not any(w in row["prompt"] for w in said_thick), row["prompt"]
+    rows = right[:8] + backed[:8]
+
+    def judge(row: dict[str, Any]) -> Any:
+        scene = row["domain"] == "scene"
+        return validate_cad(
+            row["reference"],
+            pool,
+            spec=row["spec"],
+            domain=row["domain"],
+            options=CadOptions(printability=False, physics=scene),
+            request=task_items(row),
+        )
+
+    with ThreadPoolExecutor(2) as threads:
+        reports = list(threads.map(judge, rows))
+    failed = [(r["prompt"], p.error) for r, p in zip(rows, reports, strict=True) if not p.valid]
+    assert not failed

@@ -23,11 +23,13 @@ compositional when floor((i + 1) * share) > floor(i * share). The other rows are
 chosen families would give without it, in the same order; at 0 (the default) the corpus is
 byte-for-byte what it was. The compositional rows are those of `--families compositional`.
 
-With a `Wording` (`novel_names`, `more_words` > 0), that share of the rows of grammar-drawn
-families (compositional, furniture: those whose `sample` takes `called`) calls the thing by a
-name no family uses (training/corpus/novel_names.py), or may use the wider vocabulary of
-phrasings (phrasing.pick_more): each row decides by its own seeded stream, and at 0 (the
-default) the corpus is what it was.
+With a `Wording` (`novel_names`, `more_words`, `unsaid_defaults` > 0), that share of the rows of
+grammar-drawn families (compositional, furniture: those whose `sample` takes `called`) calls the
+thing by a name no family uses (training/corpus/novel_names.py), may use the wider vocabulary
+of phrasings (phrasing.pick_more), or draws a part's conventional default and leaves it unsaid
+(phrasing.defaults_unsaid: a right-angle bend said by its radius, a backrest as thick as the
+legs): each row decides by its own seeded stream, and at 0 (the default) the corpus is what it
+was.
 
 With `repair` > 0 (write_corpus), that share of CAD and scene tasks is followed by a repair task
 made from it (training/corpus/repair.py: a broken program, the validator's real error, the
@@ -83,13 +85,15 @@ class CorpusSummary:
 
 @dataclass(frozen=True)
 class Wording:
-    """Shares of grammar-drawn rows reworded: a made-up name, the wider vocabulary."""
+    """Shares of grammar-drawn rows reworded: a made-up name, the wider vocabulary, conventional
+    defaults left unsaid."""
 
     novel_names: float = 0.0
     more_words: float = 0.0
+    unsaid_defaults: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("novel_names", "more_words"):
+        for name in ("novel_names", "more_words", "unsaid_defaults"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a share between 0 and 1, got {getattr(self, name)}")
 
@@ -269,16 +273,19 @@ def _draw(family: Family, stream: str, unstated: float, wording: Wording = Wordi
     """One sample of the family from its seeded stream (leaving dimensions unstated, or
     reworded, maybe)."""
     rng = random.Random(stream)
-    if getattr(family, "opt_in", False) and (wording.novel_names or wording.more_words):
+    if getattr(family, "opt_in", False) and (
+        wording.novel_names or wording.more_words or wording.unsaid_defaults
+    ):
         from training.corpus.novel_names import novel_name
-        from training.corpus.phrasing import more_words
+        from training.corpus.phrasing import defaults_unsaid, more_words
 
         called = None
         if random.Random(f"{stream}:novel").random() < wording.novel_names:
             called = novel_name(random.Random(f"{stream}:novel-name"))
         wider = random.Random(f"{stream}:wider").random() < wording.more_words
+        unsaid = random.Random(f"{stream}:unsaid").random() < wording.unsaid_defaults
         sample: Any = family.sample  # a grammar-drawn family's sample also takes `called`
-        with more_words(wider):
+        with more_words(wider), defaults_unsaid(unsaid):
             return sample(rng, called=called) if called else sample(rng)
     leave_out = getattr(family, "sample_unstated", None)
     if leave_out is None or unstated == 0:

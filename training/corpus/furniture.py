@@ -161,22 +161,36 @@ def _parts(rng: random.Random, p: dict[str, Any], board: str) -> list[str]:
         def unsaid() -> list[str]:
             return [f"a {size(rng, back)} backrest", f"back {n(back)} above the {board}"]
 
-        parts.append(
-            phrasing.pick_more(
-                rng,
-                [
-                    f"a backrest {size(rng, back)} high and {size(rng, back_t)} thick "
-                    "on the back edge",
-                    f"a {n(back)} mm back, {n(back_t)} mm thick, standing on the "
-                    f"back of the {board}",
-                    f"backrest {n(back)} tall ({n(back_t)} thick)",
-                ],
-                lambda: (
-                    [f"a {n(back)} mm tall backrest as thick as the legs"]
-                    + (unsaid() if back_t == leg else [])
-                ),
+        if back_t == leg and phrasing.leaves_defaults_unsaid():
+            parts.append(
+                phrasing.pick(
+                    rng,
+                    [
+                        *unsaid(),
+                        f"{n(back)} mm back",
+                        f"a backrest {size(rng, back)} tall",
+                        f"a {size(rng, back)} high back",
+                        f"backrest {n(back)}",
+                    ],
+                )
             )
-        )
+        else:
+            parts.append(
+                phrasing.pick_more(
+                    rng,
+                    [
+                        f"a backrest {size(rng, back)} high and {size(rng, back_t)} thick "
+                        "on the back edge",
+                        f"a {n(back)} mm back, {n(back_t)} mm thick, standing on the "
+                        f"back of the {board}",
+                        f"backrest {n(back)} tall ({n(back_t)} thick)",
+                    ],
+                    lambda: (
+                        [f"a {n(back)} mm tall backrest as thick as the legs"]
+                        + (unsaid() if back_t == leg else [])
+                    ),
+                )
+            )
     if "arm" in p:
         parts.append(
             phrasing.pick(
@@ -232,6 +246,9 @@ class Furniture:
             and phrasing.wider()
             and random.Random(params_key(FAMILY, shape) + ":back").random() < 0.4
         ):
+            shape["back_t"] = shape["leg"]
+        # A row that leaves defaults unsaid gives a backrest the legs' thickness and never says it.
+        if "back" in shape and phrasing.leaves_defaults_unsaid():
             shape["back_t"] = shape["leg"]
         named = random.Random(params_key(FAMILY, shape))
         name = phrasing.pick(named, names_for(shape))

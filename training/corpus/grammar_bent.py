@@ -16,7 +16,14 @@ import math
 import random
 
 from training.corpus.grammar import HOLE_SIZES, Draft, Phrase, a_, dia, mm
-from training.corpus.phrasing import count, length, number, pick, pick_more
+from training.corpus.phrasing import (
+    count,
+    leaves_defaults_unsaid,
+    length,
+    number,
+    pick,
+    pick_more,
+)
 
 BEND_ANGLES = (30.0, 45.0, 60.0, 90.0, 90.0, 90.0, 120.0, 135.0, 150.0, 180.0)
 
@@ -31,7 +38,10 @@ def swept_base(rng: random.Random) -> Draft:
         wall = rng.choice([w for w in (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0) if w <= outer_d / 4])
         params["inner_d"] = outer_d - 2 * wall
     bend_r = mm(rng, max(outer_d * 0.75, 6.0), outer_d * 4, 5 if outer_d >= 10 else 1)
-    angle = rng.choice(BEND_ANGLES)
+    # A row that leaves defaults unsaid bends through the default right angle half the time, so
+    # that "bent on a 35 mm radius" is read as a quarter turn as often as a stated angle is.
+    right_angle = leaves_defaults_unsaid() and rng.random() < 0.5
+    angle = 90.0 if right_angle else rng.choice(BEND_ANGLES)
     params |= {"bend_r": bend_r, "bend_angle": angle}
     run_a = mm(rng, 5, 6 * outer_d, 5) if rng.random() < 0.4 else 0.0
     run_b = mm(rng, 5, 6 * outer_d, 5) if rng.random() < 0.3 else 0.0
@@ -112,24 +122,27 @@ def _swept_words(p: dict[str, float]) -> Phrase:
                 [f"{dia(od)}", f"{length(rng, od)} diameter", f"{number(od)} mm round"],
                 lambda: [f"{number(od)} mm round bar", f"solid, {length(rng, od)} across"],
             )
-        turn = pick_more(
-            rng,
-            [
-                f"bent through {number(angle)}° on {a_(length(rng, r))} bend radius",
-                f"a {number(angle)} degree bend, bend radius {length(rng, r)}",
-                f"curving {number(angle)}° around a {number(r)} mm radius (to its centreline)",
-                f"swept through {number(angle)}° at R{number(r)}",
-            ],
-            lambda: [
-                f"{_turn_words(rng, angle)}, centreline radius {length(rng, r)}",
-                f"CLR {number(r)}, {_turn_words(rng, angle)}",
-                f"{_turn_words(rng, angle)} on R{number(r)}",
-                f"{number(r)} mm radius to the centre of the tube, {_turn_words(rng, angle)}",
-                f"turning {number(angle)} deg with a {length(rng, r)} centre-line radius",
-                # A bend with no angle said is a right angle, as a tube bender's default is.
-                *(_unsaid_right_angle(rng, r) if angle == 90 else []),
-            ],
-        )
+        if angle == 90 and leaves_defaults_unsaid():
+            turn = pick(rng, _unsaid_right_angle(rng, r))
+        else:
+            turn = pick_more(
+                rng,
+                [
+                    f"bent through {number(angle)}° on {a_(length(rng, r))} bend radius",
+                    f"a {number(angle)} degree bend, bend radius {length(rng, r)}",
+                    f"curving {number(angle)}° around a {number(r)} mm radius (to its centreline)",
+                    f"swept through {number(angle)}° at R{number(r)}",
+                ],
+                lambda: [
+                    f"{_turn_words(rng, angle)}, centreline radius {length(rng, r)}",
+                    f"CLR {number(r)}, {_turn_words(rng, angle)}",
+                    f"{_turn_words(rng, angle)} on R{number(r)}",
+                    f"{number(r)} mm radius to the centre of the tube, {_turn_words(rng, angle)}",
+                    f"turning {number(angle)} deg with a {length(rng, r)} centre-line radius",
+                    # A bend with no angle said is a right angle, as a tube bender's default is.
+                    *(_unsaid_right_angle(rng, r) if angle == 90 else []),
+                ],
+            )
         runs = []
         if "run_a" in p:
             runs.append(f"a straight run of {length(rng, p['run_a'])} before the bend")

@@ -53,6 +53,27 @@ def wider() -> bool:
     return _MORE_WORDS.get()
 
 
+# Whether the row being drawn leaves a conventional default unsaid where its part has one (corpus
+# build `--unsaid-defaults`): a bend through a right angle said by its radius alone, a backrest
+# as thick as the legs. Off, nothing is drawn differently.
+_DEFAULTS_UNSAID: ContextVar[bool] = ContextVar("defaults_unsaid", default=False)
+
+
+@contextmanager
+def defaults_unsaid(on: bool = True) -> Iterator[None]:
+    """Within the block, parts with a conventional default draw it and leave it unsaid."""
+    token = _DEFAULTS_UNSAID.set(on)
+    try:
+        yield
+    finally:
+        _DEFAULTS_UNSAID.reset(token)
+
+
+def leaves_defaults_unsaid() -> bool:
+    """Whether the row being drawn leaves its conventional defaults unsaid."""
+    return _DEFAULTS_UNSAID.get()
+
+
 def pick_more(
     rng: random.Random, options: Sequence[str], extra: Callable[[], Sequence[str]]
 ) -> str:
