@@ -208,6 +208,12 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             else ""
         )
         + (
+            " Another taught it the defaults people leave unsaid: a bend said by its radius "
+            "alone turns a right angle, a backrest of unsaid thickness is as thick as the legs."
+            if any("--unsaid-defaults" in (s.get("corpus_command") or "") for s in _stages(summary))
+            else ""
+        )
+        + (
             " A last stage of online RL rewarded it with the validators' scores of its own "
             "samples (`genservice train rl`)."
             if summary.get("kind") == "rl"

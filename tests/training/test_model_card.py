@@ -42,6 +42,20 @@ def test_a_fine_tuned_model_card_lists_both_stages(tmp_path: Path) -> None:
     assert "in all: 87.0 minutes" in card
     assert card.index("a.yaml") < card.index("--edits 0.5") < card.index("b.yaml")
     assert "taught it to edit" in card
+    assert "made-up word" not in card and "left unsaid" not in card
+
+
+def test_a_card_says_when_a_stage_read_parts_and_unsaid_defaults(tmp_path: Path) -> None:
+    base = _summary("genservice train sft --config a.yaml", 47.0, None)
+    tuned = _summary("genservice train sft --config b.yaml", 20.0, "genservice/models/tiny")
+    tuned["base"] = base
+    tuned["corpus_command"] = (
+        "genservice corpus build --n 9 --seed 8 --novel-names 0.3 --unsaid-defaults 0.5 -o c.jsonl"
+    )
+    (tmp_path / "training_summary.json").write_text(json.dumps(tuned))
+    card = write_model_card(tmp_path, []).read_text()
+    assert "made-up word" in card
+    assert "defaults people leave unsaid" in card and "right angle" in card
 
 
 def test_a_retrieval_model_card_says_how_examples_reach_the_prompt(tmp_path: Path) -> None:
