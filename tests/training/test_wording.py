@@ -25,6 +25,25 @@ def _rows(n: int, family: str, wording: Wording) -> list[dict[str, Any]]:
     return list(build_corpus(n, 3, [family], wording=wording))
 
 
+def _failing_references(rows: list[dict[str, Any]], pool: Any) -> list[tuple[str, Any]]:
+    """The rows whose reference fails its checks (spec and its own words) in the sandbox."""
+
+    def judge(row: dict[str, Any]) -> Any:
+        scene = row["domain"] == "scene"
+        return validate_cad(
+            row["reference"],
+            pool,
+            spec=row["spec"],
+            domain=row["domain"],
+            options=CadOptions(printability=False, physics=scene),
+            request=task_items(row),
+        )
+
+    with ThreadPoolExecutor(2) as threads:
+        reports = list(threads.map(judge, rows))
+    return [(r["prompt"], p.error) for r, p in zip(rows, reports, strict=True) if not p.valid]
+
+
 def test_made_up_names_are_pronounceable_new_words() -> None:
     """Deterministic by seed, never a held-out or real part's noun, and varied."""
     words = [made_up_word(random.Random(i)) for i in range(500)]
@@ -95,22 +114,7 @@ def test_wider_words_still_say_what_the_part_measures(pool: Any) -> None:
     scenes = _rows(12, "furniture", wording)
     assert {r["params"]["composition"].split("+")[0] for r in bent} == set(BENT)
 
-    def judge(row: dict[str, Any]) -> Any:
-        scene = row["domain"] == "scene"
-        return validate_cad(
-            row["reference"],
-            pool,
-            spec=row["spec"],
-            domain=row["domain"],
-            options=CadOptions(printability=False, physics=scene),
-            request=task_items(row),
-        )
-
-    rows = bent + scenes
-    with ThreadPoolExecutor(2) as threads:
-        reports = list(threads.map(judge, rows))
-    failed = [(r["prompt"], p.error) for r, p in zip(rows, reports, strict=True) if not p.valid]
-    assert not failed
+    assert not _failing_references(bent + scenes, pool)
     for row in scenes:  # words the request check reads are the scene's sizes
         items = asked_items(row["prompt"])
         if items:
@@ -140,20 +144,4 @@ def test_unsaid_defaults_are_the_ones_the_programs_take(pool: Any) -> None:
         assert p["back_t"] == p["leg"]
         said_thick = ("thick on the back edge", "mm thick, standing", " thick)", "as thick as")
         assert not any(w in row["prompt"] for w in said_thick), row["prompt"]
-    rows = right[:8] + backed[:8]
-
-    def judge(row: dict[str, Any]) -> Any:
-        scene = row["domain"] == "scene"
-        return validate_cad(
-            row["reference"],
-            pool,
-            spec=row["spec"],
-            domain=row["domain"],
-            options=CadOptions(printability=False, physics=scene),
-            request=task_items(row),
-        )
-
-    with ThreadPoolExecutor(2) as threads:
-        reports = list(threads.map(judge, rows))
-    failed = [(r["prompt"], p.error) for r, p in zip(rows, reports, strict=True) if not p.valid]
-    assert not failed
+    assert not _failing_references(right[:8] + backed[:8], pool)

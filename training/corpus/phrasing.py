@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 
 NUMBER_WORDS = {
@@ -36,23 +36,6 @@ def pick(rng: random.Random, options: Sequence[str]) -> str:
 # Whether the row being drawn may use the wider vocabulary (corpus build `--more-words`). Off,
 # `pick_more` draws exactly as `pick` does, so corpora built without it stay what they were.
 _MORE_WORDS: ContextVar[bool] = ContextVar("more_words", default=False)
-
-
-@contextmanager
-def more_words(on: bool = True) -> Iterator[None]:
-    """Within the block, `pick_more` may also choose its extra phrasings."""
-    token = _MORE_WORDS.set(on)
-    try:
-        yield
-    finally:
-        _MORE_WORDS.reset(token)
-
-
-def wider() -> bool:
-    """Whether the row being drawn uses the wider vocabulary."""
-    return _MORE_WORDS.get()
-
-
 # Whether the row being drawn leaves a conventional default unsaid where its part has one (corpus
 # build `--unsaid-defaults`): a bend through a right angle said by its radius alone, a backrest
 # as thick as the legs. Off, nothing is drawn differently.
@@ -60,13 +43,27 @@ _DEFAULTS_UNSAID: ContextVar[bool] = ContextVar("defaults_unsaid", default=False
 
 
 @contextmanager
-def defaults_unsaid(on: bool = True) -> Iterator[None]:
-    """Within the block, parts with a conventional default draw it and leave it unsaid."""
-    token = _DEFAULTS_UNSAID.set(on)
+def _switched(var: ContextVar[bool], on: bool) -> Iterator[None]:
+    token = var.set(on)
     try:
         yield
     finally:
-        _DEFAULTS_UNSAID.reset(token)
+        var.reset(token)
+
+
+def more_words(on: bool = True) -> AbstractContextManager[None]:
+    """Within the block, `pick_more` may also choose its extra phrasings."""
+    return _switched(_MORE_WORDS, on)
+
+
+def wider() -> bool:
+    """Whether the row being drawn uses the wider vocabulary."""
+    return _MORE_WORDS.get()
+
+
+def defaults_unsaid(on: bool = True) -> AbstractContextManager[None]:
+    """Within the block, parts with a conventional default draw it and leave it unsaid."""
+    return _switched(_DEFAULTS_UNSAID, on)
 
 
 def leaves_defaults_unsaid() -> bool:
