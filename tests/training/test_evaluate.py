@@ -81,6 +81,10 @@ def test_outputs_are_written(results, tmp_path):
     data = json.loads(paths["json"].read_text())
     assert data["summary"]["overall"]["tasks"] == 2
     assert "| plate_holes | 1 |" in paths["markdown"].read_text()
+    # every candidate's program is kept beside its score, so a failure can be read afterwards
+    for task, result in zip(data["tasks"], results, strict=True):
+        assert task["programs"] == result.programs
+        assert len(task["programs"]) == len(task["candidates"])
     assert (tmp_path / "eval_cad.png").stat().st_size > 1000
     assert (tmp_path / "eval_code.png").stat().st_size > 1000
 
