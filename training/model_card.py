@@ -143,6 +143,11 @@ def _vision(summary: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _built_with(summary: dict[str, Any], option: str) -> bool:
+    """Whether any stage's corpus was built with this `genservice corpus build` option."""
+    return any(option in (stage.get("corpus_command") or "") for stage in _stages(summary))
+
+
 def _commands(summary: dict[str, Any]) -> list[str]:
     lines = []
     for stage in _stages(summary):
@@ -189,7 +194,7 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             " A further stage taught it a vocabulary beyond its families (compositional parts: "
             "sketches, solids and features composed, with everyday names) and to repair a "
             "failed program from the validator's error."
-            if any("--compositional" in (s.get("corpus_command") or "") for s in _stages(summary))
+            if _built_with(summary, "--compositional")
             else ""
         )
         + (
@@ -204,13 +209,13 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             "than by the thing's name (furniture on legs, tubes bent on a radius, plates "
             "leaning at an angle, often called by a made-up word), so that a thing it was "
             "never named can still be built from its parts."
-            if any("--novel-names" in (s.get("corpus_command") or "") for s in _stages(summary))
+            if _built_with(summary, "--novel-names")
             else ""
         )
         + (
             " Another taught it the defaults people leave unsaid: a bend said by its radius "
             "alone turns a right angle, a backrest of unsaid thickness is as thick as the legs."
-            if any("--unsaid-defaults" in (s.get("corpus_command") or "") for s in _stages(summary))
+            if _built_with(summary, "--unsaid-defaults")
             else ""
         )
         + (
