@@ -1,4 +1,4 @@
-"""`genservice train sft|rl|dpo|report`: training runs from YAML configs, and run reports."""
+"""`genservice train sft|vision|rl|dpo|report`: training runs from YAML configs, and run reports."""
 
 from __future__ import annotations
 
@@ -45,6 +45,20 @@ def add_train_commands(sub: Any) -> None:
         help="wall-clock budget in minutes (overrides training.max_minutes)",
     )
     sft.add_argument("--no-progress", action="store_true", help="no progress bar")
+    vision = trainers.add_parser(
+        "vision",
+        help="pretrain a vision-language model's encoder on what part a picture shows",
+        description="Train the vision encoder of a vision-language model directory (model.from) "
+        "to say which part an image task's picture shows and in what proportions, from the "
+        "image rows of data.train; the projector and language model are saved untouched, for "
+        "an SFT stage to align. Ctrl-C stops and nothing is written.",
+    )
+    vision.add_argument("--config", required=True, metavar="FILE", help="YAML run config")
+    vision.add_argument("--output", metavar="DIR", help="model directory (overrides output_dir)")
+    vision.add_argument(
+        "--max-minutes", type=float, metavar="M", help="overrides training.max_minutes"
+    )
+    vision.add_argument("--no-progress", action="store_true", help="no progress bar")
     rl = trainers.add_parser(
         "rl",
         help="online RL (GRPO/DAPO/Dr. GRPO) on validator rewards, on DeepSpeed",
@@ -110,6 +124,8 @@ def _train(args: argparse.Namespace) -> tuple[int, Any]:
         return _dpo_command(args)
     if args.trainer == "report":
         return _report_command(args)
+    if args.trainer == "vision":
+        return _vision_command(args)
     if args.trainer != "sft":
         raise UsageError(f"unknown trainer {args.trainer}")
     path = Path(args.config)
@@ -199,6 +215,36 @@ def _run_trainer(
         raise UsageError(str(exc)) from exc
     except KeyboardInterrupt:
         print(f"genservice train {name}: interrupted; continue with --resume", file=sys.stderr)
+        return EXIT_INTERRUPTED, None
+    return EXIT_OK, output
+
+
+def _vision_command(args: argparse.Namespace) -> tuple[int, Any]:
+    import dataclasses
+
+    from training.vision_pretrain import VisionPretrainConfig, pretrain_vision
+
+    if args.max_minutes is not None and not (
+        math.isfinite(args.max_minutes) and args.max_minutes > 0
+    ):
+        raise UsageError("--max-minutes must be a positive number of minutes")
+    try:
+        config = VisionPretrainConfig.from_yaml(args.config)
+        if args.output:
+            config = dataclasses.replace(config, output_dir=args.output)
+        if args.max_minutes is not None:
+            config = dataclasses.replace(config, max_minutes=args.max_minutes)
+        config.check_files()
+    except OSError as exc:
+        raise UsageError(f"{args.config}: {exc}") from exc
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{args.config}: {exc}") from exc
+    try:
+        output = pretrain_vision(config, show_progress=not args.no_progress)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    except KeyboardInterrupt:
+        print("genservice train vision: interrupted; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED, None
     return EXIT_OK, output
 
