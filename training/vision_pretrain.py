@@ -132,6 +132,10 @@ class Targets:
             for key, value in centred_logs(row).items():
                 logs.setdefault(key, []).append(value)
         self.kinds = sorted(kinds)
+        # A part is one family or one compositional base (one of these, by softmax); a
+        # compositional part's features are each there or not (one sigmoid each).
+        firsts = {kind_tokens(row)[0] for row in rows}
+        self.is_primary = [kind in firsts for kind in self.kinds]
         self.keys = sorted(k for k, v in logs.items() if len(v) >= MIN_KEY_ROWS)
         self.mean = {k: sum(logs[k]) / len(logs[k]) for k in self.keys}
         self.std = {
@@ -154,6 +158,10 @@ class Targets:
                 values[i] = (value - self.mean[key]) / self.std[key]
                 mask[i] = 1.0
         return kind, values, mask
+
+    def primary(self, row: dict[str, Any]) -> int:
+        """The index of the row's family or compositional base (-1 when not a train kind)."""
+        return self._kind_index.get(kind_tokens(row)[0], -1)
 
     def to_json(self) -> dict[str, Any]:
         """What the heads were trained to say (written beside the model)."""
@@ -207,9 +215,16 @@ def pooled_features(encoder: Any, pixels: torch.Tensor) -> torch.Tensor:
 def losses(
     heads: Heads, pooled: torch.Tensor, batch: dict[str, torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(kind loss, proportions loss) of a batch."""
+    """(kind loss, proportions loss) of a batch: the family or base by cross-entropy over those
+    kinds, each compositional feature by its own sigmoid, proportions by squared error."""
     kind_logits, predicted = heads(pooled)
-    kind_loss = nn.functional.binary_cross_entropy_with_logits(kind_logits, batch["kind"])
+    primary = batch["is_primary"][0].bool()
+    chosen = kind_logits.masked_fill(~primary, float("-inf"))
+    kind_loss = nn.functional.cross_entropy(chosen, batch["primary"], ignore_index=-1)
+    if bool((~primary).any()):
+        kind_loss = kind_loss + nn.functional.binary_cross_entropy_with_logits(
+            kind_logits[:, ~primary], batch["kind"][:, ~primary], reduction="sum"
+        ) / len(kind_logits)
     mask = batch["mask"]
     squared = (predicted - batch["params"]) ** 2 * mask
     param_loss = squared.sum() / mask.sum().clamp(min=1.0)
@@ -221,7 +236,7 @@ class Scores:
     """How well the heads read held-out pictures."""
 
     pictures: int
-    kind_exact: float  # the predicted set of kind tokens is exactly the part's
+    kind_exact: float  # the family or base and every compositional feature are the part's
     family_top1: float  # pictures of a family part: the family scores highest of all families
     base_top1: float  # compositional pictures: the base token scores highest of all bases
     param_r2: float  # 1 - error / variance of the standardised proportions
@@ -246,7 +261,14 @@ def score(
     error = total = 0.0
     for i, row in enumerate(rows):
         kind, values, mask = targets.of(row)
-        chosen = (kind_logits[i] > 0).float().tolist()
+        first = max(
+            (j for j, p in enumerate(targets.is_primary) if p),
+            key=lambda j: float(kind_logits[i, j]),
+        )
+        chosen = [
+            float(j == first) if p else float(kind_logits[i, j] > 0)
+            for j, p in enumerate(targets.is_primary)
+        ]
         exact += chosen == kind
         if _compositional(row, targets) and bases:
             base_n += 1
@@ -311,6 +333,8 @@ def target_tensors(rows: list[dict], targets: Targets) -> dict[str, torch.Tensor
     """Kind, parameter and mask tensors for `rows`, in order."""
     kinds, values, masks = zip(*(targets.of(row) for row in rows), strict=True)
     return {
+        "primary": torch.tensor([targets.primary(row) for row in rows], dtype=torch.long),
+        "is_primary": torch.tensor([targets.is_primary] * len(rows), dtype=torch.bool),
         "kind": torch.tensor(kinds, dtype=torch.float32),
         "params": torch.tensor(values, dtype=torch.float32),
         "mask": torch.tensor(masks, dtype=torch.float32),
@@ -447,6 +471,7 @@ def linear_probe(
     epochs: int = 30,
     max_val: int = 1024,
     seed: int = 0,
+    max_train: int | None = None,
 ) -> Scores:
     """What a frozen encoder's features say about kind and proportions: heads trained on its
     pooled features of the train pictures, scored on held-out ones."""
@@ -456,8 +481,9 @@ def linear_probe(
     path = Path(rows_path)
     train_rows = read_rows(path, train_splits)
     val_rows = read_rows(path, val_splits)
+    random.Random(seed).shuffle(train_rows)
     random.Random(seed).shuffle(val_rows)
-    val_rows = val_rows[:max_val]
+    train_rows, val_rows = train_rows[:max_train], val_rows[:max_val]
     targets = Targets(train_rows)
     model, processor = load_vlm(model_dir)
     encoder = model.model.vision_tower.eval()
