@@ -51,14 +51,9 @@ def add_train_commands(sub: Any) -> None:
         description="Train the vision encoder of a vision-language model directory (model.from) "
         "to say which part an image task's picture shows and in what proportions, from the "
         "image rows of data.train; the projector and language model are saved untouched, for "
-        "an SFT stage to align. Ctrl-C stops and nothing is written.",
+        "an SFT stage to align. Ctrl-C stops; the model is not written.",
     )
-    vision.add_argument("--config", required=True, metavar="FILE", help="YAML run config")
-    vision.add_argument("--output", metavar="DIR", help="model directory (overrides output_dir)")
-    vision.add_argument(
-        "--max-minutes", type=float, metavar="M", help="overrides training.max_minutes"
-    )
-    vision.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _run_options(vision)
     rl = trainers.add_parser(
         "rl",
         help="online RL (GRPO/DAPO/Dr. GRPO) on validator rewards, on DeepSpeed",
@@ -67,14 +62,11 @@ def add_train_commands(sub: Any) -> None:
         "`deepspeed --num_gpus N -m genservice train rl ...` or torchrun. Ctrl-C stops after "
         "the current step and saves a checkpoint.",
     )
-    rl.add_argument("--config", required=True, metavar="FILE", help="YAML run config")
+    _run_options(rl)
     rl.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
-    rl.add_argument("--output", metavar="DIR", help="model directory (overrides output_dir)")
     rl.add_argument("--run-dir", metavar="DIR", help="logs and checkpoints (overrides run_dir)")
-    rl.add_argument("--max-minutes", type=float, metavar="M", help="overrides training.max_minutes")
     rl.add_argument("--max-steps", type=int, metavar="N", help="overrides training.max_steps")
     rl.add_argument("--seed", type=int, metavar="S", help="overrides training.seed")
-    rl.add_argument("--no-progress", action="store_true", help="no progress bar")
     dpo = trainers.add_parser(
         "dpo",
         help="offline preference optimisation (DPO) on validator-ranked pairs, on DeepSpeed",
@@ -83,14 +75,9 @@ def add_train_commands(sub: Any) -> None:
         "with the DPO loss. One process. Ctrl-C stops after the current task or step; "
         "--resume continues the sampling or the training.",
     )
-    dpo.add_argument("--config", required=True, metavar="FILE", help="YAML run config")
+    _run_options(dpo)
     dpo.add_argument("--resume", action="store_true", help="continue the sampling or training")
-    dpo.add_argument("--output", metavar="DIR", help="model directory (overrides output_dir)")
     dpo.add_argument("--run-dir", metavar="DIR", help="pairs and logs (overrides run_dir)")
-    dpo.add_argument(
-        "--max-minutes", type=float, metavar="M", help="overrides training.max_minutes"
-    )
-    dpo.add_argument("--no-progress", action="store_true", help="no progress bar")
     report = trainers.add_parser(
         "report",
         help="markdown report with plots of an RL run",
@@ -100,6 +87,16 @@ def add_train_commands(sub: Any) -> None:
     report.add_argument(
         "-o", "--output", metavar="FILE", help="markdown file (default RUN_DIR/report.md)"
     )
+
+
+def _run_options(parser: Any) -> None:
+    """The options every config-driven trainer but sft shares: config, output, budget, bar."""
+    parser.add_argument("--config", required=True, metavar="FILE", help="YAML run config")
+    parser.add_argument("--output", metavar="DIR", help="model directory (overrides output_dir)")
+    parser.add_argument(
+        "--max-minutes", type=float, metavar="M", help="overrides training.max_minutes"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def train_command(args: argparse.Namespace) -> int:
@@ -141,14 +138,25 @@ def _train(args: argparse.Namespace) -> tuple[int, Any]:
 
     from training.sft import SetupError, train_sft
 
+    return _guarded(
+        "sft",
+        lambda: train_sft(config, resume=args.resume, show_progress=not args.no_progress),
+        SetupError,
+        "continue with --resume",
+    )
+
+
+def _guarded(
+    name: str, run: Any, usage_errors: type[Exception], after_interrupt: str
+) -> tuple[int, Any]:
+    """Run a trainer: its setup errors are usage errors (exit 2), Ctrl-C exits 130."""
     try:
-        output = train_sft(config, resume=args.resume, show_progress=not args.no_progress)
-    except SetupError as exc:
+        return EXIT_OK, run()
+    except usage_errors as exc:
         raise UsageError(str(exc)) from exc
     except KeyboardInterrupt:
-        print("genservice train sft: interrupted; continue with --resume", file=sys.stderr)
+        print(f"genservice train {name}: interrupted; {after_interrupt}", file=sys.stderr)
         return EXIT_INTERRUPTED, None
-    return EXIT_OK, output
 
 
 def _load_config(path: Any, args: argparse.Namespace) -> Any:
@@ -209,14 +217,13 @@ def _run_trainer(
         config.check_files()
     except (ValueError, TypeError) as exc:
         raise UsageError(f"{path}: {exc}") from exc
-    try:
-        output = find(train_at)(config, resume=args.resume, show_progress=not args.no_progress)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    except KeyboardInterrupt:
-        print(f"genservice train {name}: interrupted; continue with --resume", file=sys.stderr)
-        return EXIT_INTERRUPTED, None
-    return EXIT_OK, output
+    train = find(train_at)
+    return _guarded(
+        name,
+        lambda: train(config, resume=args.resume, show_progress=not args.no_progress),
+        ValueError,
+        "continue with --resume",
+    )
 
 
 def _vision_command(args: argparse.Namespace) -> tuple[int, Any]:
@@ -235,18 +242,14 @@ def _vision_command(args: argparse.Namespace) -> tuple[int, Any]:
         if args.max_minutes is not None:
             config = dataclasses.replace(config, max_minutes=args.max_minutes)
         config.check_files()
-    except OSError as exc:
+    except (OSError, ValueError, TypeError) as exc:
         raise UsageError(f"{args.config}: {exc}") from exc
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"{args.config}: {exc}") from exc
-    try:
-        output = pretrain_vision(config, show_progress=not args.no_progress)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    except KeyboardInterrupt:
-        print("genservice train vision: interrupted; nothing was written", file=sys.stderr)
-        return EXIT_INTERRUPTED, None
-    return EXIT_OK, output
+    return _guarded(
+        "vision",
+        lambda: pretrain_vision(config, show_progress=not args.no_progress),
+        ValueError,
+        "the model was not written",
+    )
 
 
 def _report_command(args: argparse.Namespace) -> tuple[int, Any]:
