@@ -7,8 +7,8 @@ tokens, most of which the picture does not decide. This stage teaches the encode
 as a pretrained vision backbone would have been taught, from the corpus's own pictures:
 
 - **kind**: which family the part is, or for a compositional part, the grammar tokens of its
-  composition (its base and each feature: `rect`, `holes_polar`, `edge_chamfer`...), as a
-  multi-label target;
+  composition: its base (one of the families and bases, by cross-entropy) and each feature
+  (`holes_polar`, `edge_chamfer`...: there or not, one sigmoid each);
 - **proportions**: every numeric parameter of the part's program, as its log minus the mean
   log of the part's parameters (a picture has no scale; its ratios are what it shows),
   standardised per parameter.
