@@ -159,6 +159,10 @@ class Targets:
                 mask[i] = 1.0
         return kind, values, mask
 
+    def primary_mask(self) -> torch.Tensor:
+        """Which kind columns are families or bases (the softmax's), as a bool tensor."""
+        return torch.tensor(self.is_primary, dtype=torch.bool)
+
     def primary(self, row: dict[str, Any]) -> int:
         """The index of the row's family or compositional base (-1 when not a train kind)."""
         return self._kind_index.get(kind_tokens(row)[0], -1)
@@ -213,12 +217,12 @@ def pooled_features(encoder: Any, pixels: torch.Tensor) -> torch.Tensor:
 
 
 def losses(
-    heads: Heads, pooled: torch.Tensor, batch: dict[str, torch.Tensor]
+    heads: Heads, pooled: torch.Tensor, batch: dict[str, torch.Tensor], primary: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(kind loss, proportions loss) of a batch: the family or base by cross-entropy over those
-    kinds, each compositional feature by its own sigmoid, proportions by squared error."""
+    """(kind loss, proportions loss) of a batch: the family or base by cross-entropy over the
+    `primary` kinds (Targets.primary_mask), each compositional feature by its own sigmoid,
+    proportions by squared error."""
     kind_logits, predicted = heads(pooled)
-    primary = batch["is_primary"][0].bool()
     chosen = kind_logits.masked_fill(~primary, float("-inf"))
     kind_loss = nn.functional.cross_entropy(chosen, batch["primary"], ignore_index=-1)
     if bool((~primary).any()):
@@ -257,14 +261,12 @@ def score(
     bases = sorted(
         {targets.kinds.index(kind_tokens(r)[0]) for r in rows if _compositional(r, targets)}
     )
+    primaries = [j for j, p in enumerate(targets.is_primary) if p]
     exact = family_hits = family_n = base_hits = base_n = 0
     error = total = 0.0
     for i, row in enumerate(rows):
         kind, values, mask = targets.of(row)
-        first = max(
-            (j for j, p in enumerate(targets.is_primary) if p),
-            key=lambda j: float(kind_logits[i, j]),
-        )
+        first = max(primaries, key=lambda j: float(kind_logits[i, j]))
         chosen = [
             float(j == first) if p else float(kind_logits[i, j] > 0)
             for j, p in enumerate(targets.is_primary)
@@ -334,26 +336,31 @@ def target_tensors(rows: list[dict], targets: Targets) -> dict[str, torch.Tensor
     kinds, values, masks = zip(*(targets.of(row) for row in rows), strict=True)
     return {
         "primary": torch.tensor([targets.primary(row) for row in rows], dtype=torch.long),
-        "is_primary": torch.tensor([targets.is_primary] * len(rows), dtype=torch.bool),
         "kind": torch.tensor(kinds, dtype=torch.float32),
         "params": torch.tensor(values, dtype=torch.float32),
         "mask": torch.tensor(masks, dtype=torch.float32),
     }
 
 
-def _predict(
-    encoder: Any, heads: Heads, pictures: torch.Tensor, batch_size: int
-) -> tuple[torch.Tensor, torch.Tensor]:
+def pooled_all(encoder: Any, pictures: torch.Tensor, batch_size: int = 64) -> torch.Tensor:
+    """`pooled_features` of uint8 pictures, a batch at a time, without gradients."""
     encoder.eval()
-    heads.eval()
-    logits, params = [], []
     with torch.no_grad():
-        for start in range(0, len(pictures), batch_size):
-            pooled = pooled_features(encoder, as_pixels(pictures[start : start + batch_size]))
-            a, b = heads(pooled)
-            logits.append(a)
-            params.append(b)
-    return torch.cat(logits), torch.cat(params)
+        return torch.cat(
+            [
+                pooled_features(encoder, as_pixels(pictures[start : start + batch_size]))
+                for start in range(0, len(pictures), batch_size)
+            ]
+        )
+
+
+def _predict(
+    encoder: Any, heads: Heads, pictures: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    heads.eval()
+    pooled = pooled_all(encoder, pictures)
+    with torch.no_grad():
+        return heads(pooled)
 
 
 def pretrain_vision(config: VisionPretrainConfig, show_progress: bool = True) -> Path:
@@ -382,6 +389,7 @@ def pretrain_vision(config: VisionPretrainConfig, show_progress: bool = True) ->
     train_pictures = load_pictures(train_rows, path.parent, processor, bar.advance)
     val_pictures = load_pictures(val_rows, path.parent, processor, bar.advance)
     train_targets = target_tensors(train_rows, targets)
+    primary = targets.primary_mask()
 
     steps_per_epoch = max(1, len(train_rows) // config.batch_size)
     total_steps = max(1, int(steps_per_epoch * config.epochs))
@@ -422,7 +430,7 @@ def pretrain_vision(config: VisionPretrainConfig, show_progress: bool = True) ->
             group["lr"] = _lr(step, total_steps, config, used / budget if budget else 0.0)
         encoder.train()
         heads.train()
-        kind_loss, param_loss = losses(heads, pooled_features(encoder, pixels), batch)
+        kind_loss, param_loss = losses(heads, pooled_features(encoder, pixels), batch, primary)
         loss = kind_loss + config.param_weight * param_loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -435,7 +443,7 @@ def pretrain_vision(config: VisionPretrainConfig, show_progress: bool = True) ->
             _log(metrics, {"step": step, **losses_now})
         out_of_time = budget is not None and time.monotonic() - started >= budget
         if step % config.eval_every == 0 or step == total_steps or out_of_time:
-            scores = score(*_predict(encoder, heads, val_pictures, 64), val_rows, targets)
+            scores = score(*_predict(encoder, heads, val_pictures), val_rows, targets)
             history.append({"step": step, **asdict(scores)})
             _log(metrics, history[-1])
             bar.note(f"step {step}: {scores.line()}")
@@ -486,26 +494,19 @@ def linear_probe(
     train_rows, val_rows = train_rows[:max_train], val_rows[:max_val]
     targets = Targets(train_rows)
     model, processor = load_vlm(model_dir)
-    encoder = model.model.vision_tower.eval()
-
-    def features(rows: list[dict]) -> torch.Tensor:
-        pictures = load_pictures(rows, path.parent, processor)
-        with torch.no_grad():
-            return torch.cat(
-                [
-                    pooled_features(encoder, as_pixels(pictures[s : s + 64]))
-                    for s in range(0, len(pictures), 64)
-                ]
-            )
-
-    train_x, val_x = features(train_rows), features(val_rows)
+    encoder = model.model.vision_tower
+    train_x, val_x = (
+        pooled_all(encoder, load_pictures(rows, path.parent, processor))
+        for rows in (train_rows, val_rows)
+    )
     train_y = target_tensors(train_rows, targets)
     heads = Heads(train_x.shape[1], len(targets.kinds), len(targets.keys))
+    primary = targets.primary_mask()
     optimizer = torch.optim.AdamW(heads.parameters(), lr=3e-3, weight_decay=1e-4)
     for _ in range(epochs):
         for index in torch.randperm(len(train_x)).split(256):
             batch = {k: v[index] for k, v in train_y.items()}
-            kind_loss, param_loss = losses(heads, train_x[index], batch)
+            kind_loss, param_loss = losses(heads, train_x[index], batch, primary)
             optimizer.zero_grad()
             (kind_loss + param_loss).backward()
             optimizer.step()
