@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from genservice.generation.fit import FIT_STARTS, fit_starts
+
 GenerateFn = Callable[[dict[str, Any], int, int], list[str]]
 # (task, failed program, its error {kind, message, line}, n, seed) -> n repaired programs
 RepairFn = Callable[[dict[str, Any], str, dict[str, Any], int, int], list[str]]
@@ -240,19 +242,54 @@ def score_programs(
 
 
 def fit_task(
-    task: dict[str, Any], result: TaskResult, rounds: int, pool: Any, limits: Any = None
+    task: dict[str, Any],
+    result: TaskResult,
+    rounds: int,
+    pool: Any,
+    limits: Any = None,
+    starts: int = FIT_STARTS,
 ) -> None:
     """Fit the served best (after repair, when it ran) of a new CAD or scene task to its request
     as serving does (generation/fit.py): to the sizes its words state when only those are off,
-    then, for an image task, to its picture. The trials are judged blind: the request's words
-    and the geometry for sizes (not the task's spec, which is what right-sized is scored by),
-    every check and image_match for the picture; only the result is scored against the spec
-    and the reference."""
-    from genservice.generation.fit import Trial, fit_to_picture, fit_to_sizes, joined
+    then, for an image task, to its picture, from the best and the next best distinct
+    candidates (up to `starts`, fit.fit_starts); the fitted part that ranks first is the
+    answer. The trials are judged blind: the request's words and the geometry for sizes (not
+    the task's spec, which is what right-sized is scored by), every check and image_match for
+    the picture; only the results are scored against the spec and the reference."""
+    ranked = _served_pool(result)
+    chosen = fit_starts([(p, s.all_checks) for p, s in ranked], bool(task.get("images")), starts)
+    outcomes = [_fit_one(task, *ranked[i], rounds, pool, limits) for i in chosen]
+    # Blind, as serving orders them: every check, then the picture, then reward; ties keep the
+    # earlier start.
+    program, score, fit = max(outcomes, key=lambda o: (o[1].rank, -outcomes.index(o)))
+    fit.starts = len(chosen)
+    result.after_fit, result.fit, result.best_program_fit = score, fit.to_dict(), program
 
+
+def _served_pool(result: TaskResult) -> list[tuple[str, CandidateScore]]:
+    """The candidates serving would rank, best first (blind): the served answer, the gallery
+    parts, then the other samples."""
     program, score = _answer(result)
     if result.served is not None and result.served_program is not None:
         program, score = result.served_program, result.served
+    pool = [(program, score)]
+    pool += list(zip(result.retrieved_programs, result.retrieved or [], strict=False))
+    pool += list(zip(result.programs, result.candidates, strict=False))
+    return sorted(pool, key=lambda pair: pair[1].rank, reverse=True)
+
+
+def _fit_one(
+    task: dict[str, Any],
+    program: str,
+    score: CandidateScore,
+    rounds: int,
+    pool: Any,
+    limits: Any = None,
+) -> tuple[str, CandidateScore, Any]:
+    """One candidate fitted to its task's sizes, then picture: the program, its score against
+    the reference, and the Fit."""
+    from genservice.generation.fit import Trial, fit_to_picture, fit_to_sizes, joined
+
     prompt = task.get("prompt", "")
 
     def blind(programs: list[str]) -> list[CandidateScore]:
@@ -287,7 +324,7 @@ def fit_task(
     fit = joined(sizes, pictured)
     if sizes.improved or fit.improved:
         score = score_programs(task, [program], pool, limits)[0]
-    result.after_fit, result.fit, result.best_program_fit = score, fit.to_dict(), program
+    return program, score, fit
 
 
 def repair_task(
@@ -514,11 +551,12 @@ def run_evaluation(
     rounds: int = 0,
     fit: int = 0,
     retrieve: RetrieveFn | None = None,
+    fit_starts: int = FIT_STARTS,
 ) -> list[TaskResult]:
     """Generate N candidates per task and score them (then, with `rounds` of `repair`, repair
     the failing ones of CAD and scene tasks: repair_task; with `retrieve`, add an image task's
     gallery parts: retrieve_task; and with `fit` rounds, fit the best of an image task to its
-    picture: fit_task)."""
+    picture: fit_task, from up to `fit_starts` of its best candidates)."""
     items = list(tasks)
     results = []
     for index, task in enumerate(items):
@@ -529,7 +567,7 @@ def run_evaluation(
         if retrieve is not None and task.get("images") and task["domain"] in REPAIR_DOMAINS:
             retrieve_task(task, result, retrieve, pool, limits)
         if fit > 0 and task["domain"] in REPAIR_DOMAINS and not task.get("previous_program"):
-            fit_task(task, result, fit, pool, limits)
+            fit_task(task, result, fit, pool, limits, starts=fit_starts)
         results.append(result)
         if progress is not None:
             progress(index + 1, len(items))

@@ -10,7 +10,7 @@ from typing import Any
 
 from genservice.cli.common import UsageError, cli_device, sandbox_limits
 from genservice.generation.engine import MAX_REPAIR
-from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
+from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT
 from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, gallery_candidates
 
 # Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
@@ -74,6 +74,15 @@ def add_eval_command(sub: Any) -> None:
         "parameters to the request, as serving fits: to the sizes its words state when only "
         f"those are off, then to an image task's picture (serving's default is {DEFAULT_FIT} "
         "with a picture, 0 without); default 0",
+    )
+    parser.add_argument(
+        "--fit-starts",
+        type=int,
+        default=FIT_STARTS,
+        metavar="K",
+        help="image tasks with --fit: fit the best and the next best distinct candidates, up to "
+        f"K, and answer the one that ranks first after (serving's is {FIT_STARTS}; 1: the best "
+        f"alone); default {FIT_STARTS}",
     )
     parser.add_argument(
         "--retrieve",
@@ -162,7 +171,8 @@ FITTING = (
     "parameters adjusted on the sandbox pool while it stays sound: to the sizes its words "
     "state when only those are off (the request check only, never the task's spec), then, "
     "for an image task, to match the picture better (image_match only, never the reference; "
-    "genservice/generation/fit.py)."
+    "genservice/generation/fit.py). An image task fits its best {starts} distinct candidates "
+    "and answers the one that ranks first after, blind."
 )
 
 
@@ -199,6 +209,8 @@ def eval_command(args: argparse.Namespace) -> int:
         raise UsageError(f"--fit must be between 0 and {MAX_FIT}")
     if not 0 <= args.retrieve <= MAX_RETRIEVE:
         raise UsageError(f"--retrieve must be between 0 and {MAX_RETRIEVE}")
+    if not 1 <= args.fit_starts <= MAX_RETRIEVE:
+        raise UsageError(f"--fit-starts must be between 1 and {MAX_RETRIEVE}")
     domains = [d.strip() for d in args.domains.split(",")] if args.domains else None
     if domains and set(domains) - {"cad", "scene", "code"}:
         raise UsageError("--domains takes cad, scene and code")
@@ -301,6 +313,7 @@ def eval_command(args: argparse.Namespace) -> int:
             rounds=args.repair,
             fit=args.fit,
             retrieve=retrieve if args.retrieve else None,
+            fit_starts=args.fit_starts,
         )
     meta = {
         "model": str(model_dir),
@@ -324,7 +337,8 @@ def eval_command(args: argparse.Namespace) -> int:
         "repairing": REPAIRING.format(k=args.repair) if args.repair else "",
         "fit": args.fit,
         "retrieve": args.retrieve,
-        "fitting": FITTING.format(k=args.fit) if args.fit else "",
+        "fit_starts": args.fit_starts,
+        "fitting": FITTING.format(k=args.fit, starts=args.fit_starts) if args.fit else "",
         "command": "genservice " + " ".join(sys.argv[1:]),
     }
     paths = write_outputs(results, args.output, meta)

@@ -14,11 +14,11 @@ from typing import Any
 
 from genservice.generation.binding import bind_candidates
 from genservice.generation.entry_point import EntryPoint, check_entry_point
-from genservice.generation.fit import MAX_FIT, Fit, fit_candidate
+from genservice.generation.fit import MAX_FIT, Fit, fit_candidate, fit_starts
 from genservice.generation.gallery import MAX_RETRIEVE, gallery_candidates
 from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
-from genservice.generation.rerank import rerank, valid_but_the_picture
+from genservice.generation.rerank import match_score, rerank, valid_but_the_picture
 from genservice.generation.sampler import SamplingSettings, sample
 from validators.cad.request import missed_only_the_request, sizes_off
 from validators.code.validate import check_time
@@ -391,7 +391,6 @@ def generate(
             request.fit, request.domain, new, bool(request.images), candidates[0].report
         ):
             began_fit = time.perf_counter()
-            notify("fitting", 0, request.fit)
             fit, candidates = fit_best(request, candidates, pool, limits, parameters, notify)
             fit_s += time.perf_counter() - began_fit
         if not wants_repair(
@@ -472,27 +471,58 @@ def fit_best(
     parameters: dict[str, Any] | None = None,
     progress: ProgressCallback | None = None,
 ) -> tuple[Fit, list[Candidate]]:
-    """Fit the best candidate to the request (fit.py: its stated sizes, its picture); the
-    candidates with the fitted one first when it meets them better."""
-    best = candidates[0]
+    """Fit the best candidate to the request (fit.py: its stated sizes, its picture), and with
+    a picture the next best distinct ones too (fit.fit_starts); the candidates with each
+    fitted one added, in rerank's order, and the record of the fit that came out first."""
     picture = request.images[0] if request.images else None
-    fit = fit_candidate(
-        request.domain, pool, picture, best.program, best.report, request.prompt,
-        request.fit, keep=set(parameters or ()),
-        progress=(lambda done, total: progress("fitting", done, total)) if progress else None,
-        spec=request.spec, asked=request.asked(), limits=limits, parameters=parameters,
-    )  # fmt: skip
-    if fit.scored is None:
-        return fit, candidates
-    scored = fit.scored.record
-    fitted = Candidate(
-        fit.program,
-        scored.reward,
-        scored.valid,
-        max(c.index for c in candidates) + 1,
-        scored.report,
-        "fitted",
-        best.round,
-        fitted_from=best.index,
-    )
-    return fit, [fitted, *candidates]
+    ranked = [(c.program, valid_but_the_picture(c.report)) for c in candidates]
+    starts = [candidates[i] for i in fit_starts(ranked, picture is not None)]
+    if progress is not None:
+        progress("fitting", 0, len(starts) * request.fit)
+    fits: list[tuple[Fit, Candidate]] = []
+    fitted: list[Candidate] = []
+    next_index = max(c.index for c in candidates) + 1
+    for number, start in enumerate(starts):
+        fit = fit_candidate(
+            request.domain, pool, picture, start.program, start.report, request.prompt,
+            request.fit, keep=set(parameters or ()),
+            progress=_fit_progress(progress, number, len(starts)),
+            spec=request.spec, asked=request.asked(), limits=limits, parameters=parameters,
+        )  # fmt: skip
+        fit.starts = len(starts)
+        fits.append((fit, start))
+        if fit.scored is None:
+            continue
+        scored = fit.scored.record
+        fitted.append(
+            Candidate(
+                fit.program, scored.reward, scored.valid, next_index, scored.report, "fitted",
+                start.round, fitted_from=start.index,
+            )
+        )  # fmt: skip
+        next_index += 1
+    if not fitted:
+        return fits[0][0], candidates
+    if len(starts) == 1:  # the best, fitted: it meets the request better than it did
+        return fits[0][0], [*fitted, *candidates]
+    # A fitted candidate goes before any it ties with (its start among them): sorted is stable.
+    ordered = sorted([*fitted, *candidates], key=_served_order)
+    record = next((f for f, s in fits if s.index == ordered[0].fitted_from), fits[0][0])
+    return record, ordered
+
+
+def _served_order(candidate: Candidate) -> tuple[bool, bool, float, float]:
+    """rerank's order, for candidates already ranked: valid, then valid but the picture, then
+    how much it looks like the picture, then reward."""
+    report = candidate.report
+    return (not report.valid, not valid_but_the_picture(report), -match_score(report),
+            -candidate.reward)  # fmt: skip
+
+
+def _fit_progress(
+    progress: ProgressCallback | None, number: int, starts: int
+) -> Callable[[int, int], None] | None:
+    """Fitting progress over all starts: start `number`'s round `done` of `total`."""
+    if progress is None:
+        return None
+    return lambda done, total: progress("fitting", number * total + done, starts * total)

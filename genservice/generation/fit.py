@@ -57,6 +57,10 @@ ROUND_STEPS = ((0.5, 0.7, 1.4, 2.0), (0.8, 0.9, 1.12, 1.25), (0.93, 0.97, 1.03, 
 MAX_PARAMETERS = 10  # parameters tried per round (the first ones in the program)
 GAIN = 0.005  # the least rise in image_match score that counts as better
 DEADLINE_S = 60.0  # the whole fit stops starting rounds after this long
+# A picture request fits this many of its best distinct candidates, not the best alone: before
+# the fit a look-alike of the wrong proportions often outscores the right kind of part, and
+# only after fitting do their scores say which is which (docs/pictures.md, "Fitting several").
+FIT_STARTS = 3
 
 
 PICTURE_SLACK = 0.02  # how much image_match a size fit may give up (a scaled part's outline)
@@ -97,6 +101,7 @@ class Fit:
     seconds: float = 0.0
     sizes: dict[str, Any] | None = None  # what fitting the stated sizes did (its to_dict)
     picture: bool = True  # whether it was fitted to a picture too (the scores are image_match)
+    starts: int = 1  # candidates fitted (the picture: up to FIT_STARTS); this one won
 
     @property
     def improved(self) -> bool:
@@ -115,6 +120,7 @@ class Fit:
             "seconds": round(self.seconds, 3),
             **({"sizes": self.sizes} if self.sizes is not None else {}),
             "picture": self.picture,
+            "starts": self.starts,
         }
 
 
@@ -123,6 +129,22 @@ def default_fit(pictured: bool) -> int:
     (its shape is the picture's, its scale the words'), none without (a text request's sizes
     are the model's to get right, and the verdict says when it does not)."""
     return DEFAULT_FIT if pictured else 0
+
+
+def fit_starts(ranked: list[tuple[str, bool]], pictured: bool, k: int = FIT_STARTS) -> list[int]:
+    """The candidates a request fits, as indices into `ranked` ((program, valid but perhaps
+    for the picture), best first): the best, and with a picture the next distinct programs
+    that are valid but perhaps for the picture, up to k in all."""
+    if not ranked:
+        return []
+    chosen, seen = [0], {ranked[0][0]}
+    for index, (program, fittable_) in enumerate(ranked[1:], start=1):
+        if not pictured or len(chosen) >= k:
+            break
+        if fittable_ and program not in seen:
+            chosen.append(index)
+            seen.add(program)
+    return chosen
 
 
 def fit_to_sizes(

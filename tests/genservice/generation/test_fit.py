@@ -262,3 +262,52 @@ def test_sizes_the_words_state_win_over_the_pictures_proportions(pool):
     report = fit.scored.record.report if fit.scored else None
     assert report is not None and report.checks["request"].passed
     assert not report.checks["image_match"].passed and "look like the picture" in str(report.error)
+
+
+def test_a_picture_request_fits_its_best_distinct_candidates_a_text_request_its_best():
+    from genservice.generation.fit import fit_starts
+
+    ranked = [("a", True), ("a", True), ("b", False), ("c", True), ("d", True), ("e", True)]
+    assert fit_starts(ranked, pictured=True, k=3) == [0, 3, 4], "repeats and unsound ones skipped"
+    assert fit_starts(ranked, pictured=False, k=3) == [0], "words alone: the best only"
+    assert fit_starts(ranked, pictured=True, k=1) == [0]
+    assert fit_starts([], pictured=True) == []
+
+
+DISC = """import cadquery as cq
+
+diameter = 80.0
+thickness = 6.0
+
+result = cq.Workplane("XY").circle(diameter / 2).extrude(thickness)
+"""
+
+
+@pytest.mark.slow
+def test_the_answer_is_the_best_fitted_start_not_the_best_before_the_fit(pool):
+    """A disc 80 across looks more like a 80 x 40 plate than a plate 10 wide does, until the
+    plate is fitted: fitting only the best would answer a fitted disc."""
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import render
+    from genservice.generation.engine import Candidate, GenerationRequest, fit_best
+    from genservice.generation.rerank import match_score, rerank
+
+    parts, _ = script_parts(PLATE.format(width=40.0), pool, domain="cad")
+    picture = Image.fromarray(render(parts, size=96))
+    scored = rerank([DISC, PLATE.format(width=10.0)], "cad", pool, picture=picture)
+    assert scored[0].program == DISC, "before the fit the disc looks more like the plate"
+    candidates = [
+        Candidate(s.program, s.reward, s.valid, i, s.report, "stop") for i, s in enumerate(scored)
+    ]
+    request = GenerationRequest("make this", images=(picture,), fit=2)
+    fit, ordered = fit_best(request, candidates, pool)
+    answer = ordered[0]
+    assert fit.starts == 2 and fit.improved
+    assert answer.finish_reason == "fitted" and answer.fitted_from == 1, fit.changed
+    # A picture has no scale: its proportions are what is fitted (the picture's are 2 : 1).
+    ratio = _value(answer.program, "length") / _value(answer.program, "width")
+    assert 1.4 <= ratio <= 2.8, fit.changed
+    assert answer.report.valid, "the fitted plate looks like the picture"
+    assert all(match_score(answer.report) >= match_score(c.report) for c in ordered)
