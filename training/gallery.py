@@ -96,6 +96,7 @@ def build_gallery(
                     GalleryEntry(
                         row["id"], row["domain"], row["family"], row["reference"],
                         tuple(round(float(v), 3) for v in extent) if extent else None,
+                        (row.get("params") or {}).get("composition"),
                     )
                 )  # fmt: skip
                 packed.append(silhouettes_of)

@@ -14,7 +14,8 @@ the numbers the words state, run the same checks, are scored by `image_match` li
 and the fit (fit.py) then moves the best one's parameters toward the picture. A retrieved
 candidate says where it came from (`retrieved_from`, the gallery entry's id).
 
-The gallery lives in `<model>/gallery/` (`entries.jsonl.gz`: id, domain, family, program;
+The gallery lives in `<model>/gallery/` (`entries.jsonl.gz`: id, domain, family, program, a
+compositional part's composition;
 `views.npz`: the packed silhouettes; `index.json`: how it was built). `training/gallery.py`
 builds it: `genservice corpus gallery`.
 """
@@ -43,7 +44,7 @@ AZIMUTH_STEP = 30
 NAMED = ("front", "top", "right", "iso", "back", "left")  # the rig's four come first
 RETRIEVE_DEFAULT = 4  # gallery candidates a picture request gets unless it asks otherwise
 MAX_RETRIEVE = 16
-PER_FAMILY = 2  # at most this many of one family, so a near look-alike family is tried too
+PER_KIND = 2  # at most this many of one kind of part, so a near look-alike kind is tried too
 
 
 def default_retrieve(pictured: bool) -> int:
@@ -88,13 +89,24 @@ def silhouettes(parts: Any) -> np.ndarray:
 
 @dataclass(frozen=True)
 class GalleryEntry:
-    """One solved part: its id, domain, family, program and measured extents (x, y, z mm)."""
+    """One solved part: its id, domain, family, program, measured extents (x, y, z mm) and, for
+    a compositional part, its composition (base and features: "turned_flanged+holes_polar")."""
 
     id: str
     domain: str
     family: str
     program: str
     extent_mm: tuple[float, ...] | None = None
+    composition: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """What kind of part it is, for telling look-alikes apart: its family, or a
+        compositional part's base ("compositional:swept_tube"), which half the gallery shares
+        one family name for."""
+        if self.composition:
+            return f"{self.family}:{self.composition.split('+')[0]}"
+        return self.family
 
     def scaled_to(self, text: str) -> str:
         """The program with every measure scaled by one factor so that the part takes the
@@ -226,21 +238,21 @@ class Gallery:
 
     def nearest(self, target: Any, domain: str, k: int = RETRIEVE_DEFAULT) -> list[Retrieved]:
         """Up to k entries of the domain that look most like the picture (an image_match
-        Target), best first: distinct programs, at most PER_FAMILY of one family."""
+        Target), best first: distinct programs, at most PER_KIND of one kind (GalleryEntry.kind)."""
         if k <= 0 or not target.readable:
             return []
         scores, views = self._scores(target)
         chosen: list[Retrieved] = []
-        per_family: dict[str, int] = {}
+        per_kind: dict[str, int] = {}
         seen: set[str] = set()
         for index in np.argsort(-scores, kind="stable"):
             entry = self.entries[int(index)]
             if entry.domain != domain or entry.program in seen:
                 continue
-            if per_family.get(entry.family, 0) >= PER_FAMILY:
+            if per_kind.get(entry.kind, 0) >= PER_KIND:
                 continue
             seen.add(entry.program)
-            per_family[entry.family] = per_family.get(entry.family, 0) + 1
+            per_kind[entry.kind] = per_kind.get(entry.kind, 0) + 1
             chosen.append(Retrieved(entry, round(float(scores[index]), 4), views[int(index)]))
             if len(chosen) == k:
                 break

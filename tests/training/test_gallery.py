@@ -49,6 +49,7 @@ def _corpus(folder: Path, rows: list[dict]) -> Path:
 
 def test_a_gallery_finds_the_pictured_part_and_never_holds_a_test_row(tmp_path: Path, pool) -> None:
     rows = [_row(name) for name in PROGRAMS] + [_row("plate", "test")]
+    rows[[r["family"] for r in rows].index("tube")]["params"] = {"composition": "turned_tube"}
     rows.append({**_row("tube"), "id": "tube-again"})  # the same program twice: one entry
     rows.append({"id": "code-1", "domain": "code", "family": "primes", "split": "train"})
     source = _corpus(tmp_path, rows)
@@ -61,6 +62,8 @@ def test_a_gallery_finds_the_pictured_part_and_never_holds_a_test_row(tmp_path: 
     assert loaded.packed.shape[1:] == (len(gallery_views()), 2, 72)
     plate = next(e for e in loaded.entries if e.family == "plate")
     assert plate.extent_mm == pytest.approx((90.0, 40.0, 5.0))  # measured when it was drawn
+    tube = next(e for e in loaded.entries if e.family == "tube")
+    assert (plate.composition, tube.composition) == (None, "turned_tube")  # as the row says
 
     from exporters.export import script_parts
 
@@ -87,8 +90,13 @@ def test_a_failed_build_keeps_the_old_gallery_and_says_why(tmp_path: Path, pool)
 
 
 def _fake_gallery(families: list[str]) -> Gallery:
-    entries = [GalleryEntry(f"e{i}", "cad", family, f"# part {i}\n") for i, family in
-               enumerate(families)]  # fmt: skip
+    """Entries e0, e1, ... of these families ("compositional:BASE+...": a compositional part of
+    that composition), each less like a square picture than the one before."""
+    entries = [
+        GalleryEntry(f"e{i}", "cad", family.split(":")[0], f"# part {i}\n",
+                     composition=family.split(":")[1] if ":" in family else None)
+        for i, family in enumerate(families)
+    ]  # fmt: skip
     drawn = np.zeros((len(entries), len(gallery_views()), 2, 24, 24), dtype=bool)
     for i in range(len(entries)):  # entry i: a square of side 24 - 2i, more unlike as i grows
         side = 24 - 2 * i
@@ -121,6 +129,20 @@ def test_nearest_caps_each_family_and_a_request_gets_what_it_asks() -> None:
     assert retrieve_programs(asked, SimpleNamespace(gallery=None)) == []  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="retrieve must be between"):
         GenerationRequest("make this", retrieve=99)
+
+
+def test_compositional_parts_are_capped_by_their_base_not_as_one_family() -> None:
+    gallery = _fake_gallery([
+        "compositional:rect+holes_grid", "compositional:rect", "compositional:rect+fillet_z",
+        "compositional:disc+holes_polar", "compositional:disc", "plate",
+    ])  # fmt: skip
+    square = np.zeros((64, 64, 3), dtype=np.uint8) + 255
+    square[8:56, 8:56] = (40, 60, 200)
+    found = gallery.nearest(Target(square), "cad", k=5)
+    # Two rectangular-based parts, then the discs: half the gallery is "compositional", and
+    # capping that name would leave a compositional picture two compositional candidates.
+    assert [r.entry.id for r in found] == ["e0", "e1", "e3", "e4", "e5"]
+    assert found[0].entry.kind == "compositional:rect" and found[4].entry.kind == "plate"
 
 
 def test_a_gallery_that_does_not_match_its_views_is_refused() -> None:
