@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
-from genservice.generation.fit import DEFAULT_FIT, MAX_FIT
+from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT
 from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT
 
 Domain = Literal["cad", "scene", "code"]
@@ -73,8 +73,9 @@ class GenerationCreate(Strict):
         le=MAX_FIT,
         description="cad/scene: up to this many rounds adjust the best part's parameters while "
         "it stays sound: to the sizes the prompt states when only those are off, then (with a "
-        f"picture) to look more like the picture (0 = off; default {DEFAULT_FIT} with a picture, "
-        "0 without); the result says what changed under `fit`",
+        f"picture) to look more like the picture, from the best {FIT_STARTS} distinct candidates, "
+        f"the best fitted one answering (0 = off; default {DEFAULT_FIT} with a picture, 0 "
+        "without); the result says what changed under `fit`",
     )
     retrieve: int | None = Field(
         default=None,

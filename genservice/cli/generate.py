@@ -21,7 +21,7 @@ from typing import Any
 
 from genservice.cli.common import UsageError, cli_device, open_pool, sandbox_limits
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
-from genservice.generation.fit import DEFAULT_FIT, MAX_FIT, default_fit
+from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT, default_fit
 from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, default_retrieve
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -82,7 +82,8 @@ def add_generate_command(sub: Any) -> None:
         metavar="K",
         help="cad/scene: up to K rounds that adjust the best part's parameters while it stays "
         "sound: to the sizes the prompt states when only those are off, then (with --image) "
-        f"to look more like the picture (default {DEFAULT_FIT} with --image, else 0; "
+        f"to look more like the picture, from the best {FIT_STARTS} distinct candidates "
+        f"(default {DEFAULT_FIT} with --image, else 0; "
         f"at most {MAX_FIT})",
     )
     generate.add_argument(

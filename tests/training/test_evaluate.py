@@ -236,3 +236,31 @@ def test_fitting_to_the_stated_sizes_is_measured_blind(pool, tmp_path):
     markdown = text["markdown"].read_text()
     assert "## Before and after fitting" in markdown
     assert "| block | 1 | 0.0 % → 0.0 % | 0.0 % → 100.0 % | 0.0 % → 100.0 % | 100.0 % |" in markdown
+
+
+DISC = (
+    "import cadquery as cq\n\ndiameter = 60.0\nthickness = 5.0\n"
+    "result = cq.Workplane().circle(diameter / 2).extrude(thickness)\n"
+)
+
+
+@pytest.mark.slow
+def test_the_fit_starts_from_several_candidates_as_served(pool, tmp_path):
+    """A disc from the gallery looks more like the pictured plate than the too-narrow sample
+    does, until the sample is fitted: fitted from both, the answer is the plate; fitted from
+    the served answer alone, it is a fitted disc."""
+    task = _pictured_plate_task("pictured-3", pool, tmp_path)
+    answers = {}
+    for starts in (1, 2):
+        (result,) = run_evaluation(
+            [task], lambda t, n, s: [NARROW][:n], pool, n=1, seed=0, fit=2,
+            retrieve=lambda t: [DISC], fit_starts=starts,
+        )  # fmt: skip
+        assert result.served_program == DISC, "before the fit the disc is the answer"
+        assert result.fit is not None and result.fit["starts"] == starts
+        answers[starts] = result
+    one, two = answers[1].after_fit, answers[2].after_fit
+    assert one is not None and two is not None and one.iou is not None and two.iou is not None
+    assert "diameter" in (answers[1].best_program_fit or "")
+    assert "width" in (answers[2].best_program_fit or "") and two.iou > one.iou + 0.2
+    assert (two.image_match or 0) > (one.image_match or 0)  # chosen blind, by the picture
