@@ -59,7 +59,8 @@ GAIN = 0.005  # the least rise in image_match score that counts as better
 DEADLINE_S = 60.0  # the whole fit stops starting rounds after this long
 # A picture request fits this many of its best distinct candidates, not the best alone: before
 # the fit a look-alike of the wrong proportions often outscores the right kind of part, and
-# only after fitting do their scores say which is which (docs/pictures.md, "Fitting several").
+# only after fitting do their scores say which is which (docs/pictures.md, "Kinds of part and
+# several fits").
 FIT_STARTS = 3
 
 

@@ -42,7 +42,10 @@ DRAW = 64  # pixels a side each view is drawn at
 ELEVATIONS = (15.0, 30.0, 45.0, 60.0)  # degrees: pictures are taken from above the horizon
 AZIMUTH_STEP = 30
 NAMED = ("front", "top", "right", "iso", "back", "left")  # the rig's four come first
-RETRIEVE_DEFAULT = 4  # gallery candidates a picture request gets unless it asks otherwise
+# Gallery candidates a picture request gets unless it asks otherwise: eight are at least four
+# kinds of part (PER_KIND), and the pictured kind is among the eight entries that look most like
+# the picture about four times in five (docs/pictures.md, "Kinds of part and several fits").
+RETRIEVE_DEFAULT = 8
 MAX_RETRIEVE = 16
 PER_KIND = 2  # at most this many of one kind of part, so a near look-alike kind is tried too
 
