@@ -10,7 +10,7 @@ from typing import Any
 
 from genservice.cli.common import UsageError, cli_device, sandbox_limits
 from genservice.generation.engine import MAX_REPAIR
-from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT
+from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT, MAX_FIT_STARTS
 from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, gallery_candidates
 
 # Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
@@ -209,8 +209,8 @@ def eval_command(args: argparse.Namespace) -> int:
         raise UsageError(f"--fit must be between 0 and {MAX_FIT}")
     if not 0 <= args.retrieve <= MAX_RETRIEVE:
         raise UsageError(f"--retrieve must be between 0 and {MAX_RETRIEVE}")
-    if not 1 <= args.fit_starts <= MAX_RETRIEVE:
-        raise UsageError(f"--fit-starts must be between 1 and {MAX_RETRIEVE}")
+    if not 1 <= args.fit_starts <= MAX_FIT_STARTS:
+        raise UsageError(f"--fit-starts must be between 1 and {MAX_FIT_STARTS}")
     domains = [d.strip() for d in args.domains.split(",")] if args.domains else None
     if domains and set(domains) - {"cad", "scene", "code"}:
         raise UsageError("--domains takes cad, scene and code")

@@ -18,7 +18,7 @@ from genservice.generation.fit import MAX_FIT, Fit, fit_candidate, fit_starts
 from genservice.generation.gallery import MAX_RETRIEVE, gallery_candidates
 from genservice.generation.loader import LoadedModel
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
-from genservice.generation.rerank import match_score, rerank, valid_but_the_picture
+from genservice.generation.rerank import rerank, valid_but_the_picture, verdict_order
 from genservice.generation.sampler import SamplingSettings, sample
 from validators.cad.request import missed_only_the_request, sizes_off
 from validators.code.validate import check_time
@@ -506,17 +506,9 @@ def fit_best(
     if len(starts) == 1:  # the best, fitted: it meets the request better than it did
         return fits[0][0], [*fitted, *candidates]
     # A fitted candidate goes before any it ties with (its start among them): sorted is stable.
-    ordered = sorted([*fitted, *candidates], key=_served_order)
+    ordered = sorted([*fitted, *candidates], key=lambda c: verdict_order(c.report))
     record = next((f for f, s in fits if s.index == ordered[0].fitted_from), fits[0][0])
     return record, ordered
-
-
-def _served_order(candidate: Candidate) -> tuple[bool, bool, float, float]:
-    """rerank's order, for candidates already ranked: valid, then valid but the picture, then
-    how much it looks like the picture, then reward."""
-    report = candidate.report
-    return (not report.valid, not valid_but_the_picture(report), -match_score(report),
-            -candidate.reward)  # fmt: skip
 
 
 def _fit_progress(

@@ -62,6 +62,7 @@ DEADLINE_S = 60.0  # the whole fit stops starting rounds after this long
 # only after fitting do their scores say which is which (docs/pictures.md, "Kinds of part and
 # several fits").
 FIT_STARTS = 3
+MAX_FIT_STARTS = 16  # the most an evaluation may ask for
 
 
 PICTURE_SLACK = 0.02  # how much image_match a size fit may give up (a scaled part's outline)
@@ -136,11 +137,11 @@ def fit_starts(ranked: list[tuple[str, bool]], pictured: bool, k: int = FIT_STAR
     """The candidates a request fits, as indices into `ranked` ((program, valid but perhaps
     for the picture), best first): the best, and with a picture the next distinct programs
     that are valid but perhaps for the picture, up to k in all."""
-    if not ranked:
-        return []
+    if not ranked or not pictured:
+        return [0] if ranked else []
     chosen, seen = [0], {ranked[0][0]}
     for index, (program, fittable_) in enumerate(ranked[1:], start=1):
-        if not pictured or len(chosen) >= k:
+        if len(chosen) >= k:
             break
         if fittable_ and program not in seen:
             chosen.append(index)

@@ -150,15 +150,15 @@ def rerank(
         }
     return sorted(
         scored,
-        key=lambda s: (
-            not s.valid,
-            not valid_but_the_picture(s.report),
-            -match_score(s.report),
-            -s.reward,
-            *agree.get(s.program, (0, 0, 0)),
-            s.index,
-        ),
+        key=lambda s: (*verdict_order(s.report), *agree.get(s.program, (0, 0, 0)), s.index),
     )
+
+
+def verdict_order(report: Report) -> tuple[bool, bool, float, float]:
+    """How a Report ranks, best first: valid, then valid but for the picture, then how much it
+    looks like the picture, then reward (rerank then breaks ties by the request's words)."""
+    return (not report.valid, not valid_but_the_picture(report), -match_score(report),
+            -report.reward)  # fmt: skip
 
 
 def match_score(report: Report) -> float:
