@@ -39,8 +39,9 @@ GenerateFn = Callable[[dict[str, Any], int, int], list[str]]
 RepairFn = Callable[[dict[str, Any], str, dict[str, Any], int, int], list[str]]
 REPAIR_DOMAINS = ("cad", "scene")
 ProgressFn = Callable[[int, int], None]
-# an image task -> the programs of the gallery parts that look like its picture
-RetrieveFn = Callable[[dict[str, Any]], list[str]]
+# an image task -> the gallery parts that look like its picture: (program, design) pairs, the
+# design as GalleryEntry.design names it (None where unknown)
+RetrieveFn = Callable[[dict[str, Any]], list[tuple[str, str | None]]]
 
 
 @dataclass
@@ -110,6 +111,7 @@ class TaskResult:
     # what serving would answer (the blind best of samples and gallery parts together)
     retrieved: list[CandidateScore] | None = None
     retrieved_programs: list[str] = field(default_factory=list)
+    retrieved_designs: list[str | None] = field(default_factory=list)
     served: CandidateScore | None = None
     served_program: str | None = None
     served_retrieved: bool = False  # whether the served answer is a gallery part
@@ -257,8 +259,11 @@ def fit_task(
     the task's spec, which is what right-sized is scored by), every check and image_match for
     the picture; only the results are scored against the spec and the reference."""
     ranked = _served_pool(result)
-    chosen = fit_starts([(p, s.all_checks) for p, s in ranked], bool(task.get("images")), starts)
-    outcomes = [_fit_one(task, *ranked[i], rounds, pool, limits) for i in chosen]
+    chosen = fit_starts(
+        [(p, s.all_checks) for p, s, _ in ranked], bool(task.get("images")), starts,
+        designs=[design for _, _, design in ranked],
+    )  # fmt: skip
+    outcomes = [_fit_one(task, *ranked[i][:2], rounds, pool, limits) for i in chosen]
     # Blind, as serving orders them: every check, then the picture, then reward; ties keep the
     # earlier start.
     program, score, fit = max(outcomes, key=lambda o: (o[1].rank, -outcomes.index(o)))
@@ -266,16 +271,18 @@ def fit_task(
     result.after_fit, result.fit, result.best_program_fit = score, fit.to_dict(), program
 
 
-def _served_pool(result: TaskResult) -> list[tuple[str, CandidateScore]]:
-    """The candidates serving would rank, best first (blind): the served answer, the gallery
-    parts, then the other samples."""
+def _served_pool(result: TaskResult) -> list[tuple[str, CandidateScore, str | None]]:
+    """The candidates serving would rank, best first (blind), with a gallery part's design
+    (None for a sample): the served answer, the gallery parts, then the other samples."""
+    designs = dict(zip(result.retrieved_programs, result.retrieved_designs, strict=False))
     program, score = _answer(result)
     if result.served is not None and result.served_program is not None:
         program, score = result.served_program, result.served
-    pool = [(program, score)]
-    pool += list(zip(result.retrieved_programs, result.retrieved or [], strict=False))
-    pool += list(zip(result.programs, result.candidates, strict=False))
-    return sorted(pool, key=lambda pair: pair[1].rank, reverse=True)
+    pool = [(program, score, designs.get(program) if result.served_retrieved else None)]
+    pool += list(zip(result.retrieved_programs, result.retrieved or [],
+                     result.retrieved_designs, strict=False))  # fmt: skip
+    pool += [(p, s, None) for p, s in zip(result.programs, result.candidates, strict=False)]
+    return sorted(pool, key=lambda entry: entry[1].rank, reverse=True)
 
 
 def _fit_one(
@@ -381,9 +388,11 @@ def retrieve_task(
     """Score an image task's gallery parts (gallery.py) and choose, blind, what serving would
     answer: the best of the samples (after repair, when it ran) and the gallery parts."""
     program, best = _answer(result)
-    extra = retrieve(task)
+    found = retrieve(task)
+    extra = [part for part, _ in found]
     scores = score_programs(task, extra, pool, limits) if extra else []
     result.retrieved, result.retrieved_programs = scores, extra
+    result.retrieved_designs = [design for _, design in found]
     result.served, result.served_program = best, program
     for other, score in zip(extra, scores, strict=True):
         if score.rank > result.served.rank:

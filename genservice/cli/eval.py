@@ -274,14 +274,15 @@ def eval_command(args: argparse.Namespace) -> int:
         )  # fmt: skip
         return generate(task, n, seed, messages)
 
-    def retrieve(task: dict[str, Any]) -> list[str]:
+    def retrieve(task: dict[str, Any]) -> list[tuple[str, str | None]]:
         # Asked exactly as serving retrieves (engine.retrieve_programs): the first picture.
         found = loaded.gallery.nearest(picture_target(task), task["domain"], args.retrieve)
         programs = [r.entry.scaled_to(task["prompt"]) for r in found]
-        if args.bind == "off":
-            return programs
-        bound = bind_candidates(programs, task["domain"], task["prompt"])
-        return [p for p, _ in gallery_candidates(bound, programs, [r.entry.id for r in found])]
+        ids = [r.entry.id for r in found]
+        bound = programs if args.bind == "off" else bind_candidates(programs, task["domain"],
+                                                                    task["prompt"])  # fmt: skip
+        return [(p, loaded.gallery.design_of(entry_id))
+                for p, entry_id in gallery_candidates(bound, programs, ids)]  # fmt: skip
 
     if args.retrieve and loaded.gallery is None:
         raise UsageError(f"--retrieve: the model at {model_dir} has no gallery/")

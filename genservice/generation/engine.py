@@ -391,7 +391,10 @@ def generate(
             request.fit, request.domain, new, bool(request.images), candidates[0].report
         ):
             began_fit = time.perf_counter()
-            fit, candidates = fit_best(request, candidates, pool, limits, parameters, notify)
+            design_of = loaded.gallery.design_of if loaded.gallery is not None else None
+            fit, candidates = fit_best(
+                request, candidates, pool, limits, parameters, notify, design_of
+            )
             fit_s += time.perf_counter() - began_fit
         if not wants_repair(
             request.repair,
@@ -470,13 +473,16 @@ def fit_best(
     limits: Any | None = None,
     parameters: dict[str, Any] | None = None,
     progress: ProgressCallback | None = None,
+    design_of: Callable[[str | None], str | None] | None = None,
 ) -> tuple[Fit, list[Candidate]]:
     """Fit the best candidate to the request (fit.py: its stated sizes, its picture), and with
-    a picture the next best distinct ones too (fit.fit_starts); the candidates with each
-    fitted one added, in rerank's order, and the record of the fit that came out first."""
+    a picture the next best ones of other designs too (fit.fit_starts; `design_of` gives a
+    gallery part's design from its entry id); the candidates with each fitted one added, in
+    rerank's order, and the record of the fit that came out first."""
     picture = request.images[0] if request.images else None
     ranked = [(c.program, valid_but_the_picture(c.report)) for c in candidates]
-    starts = [candidates[i] for i in fit_starts(ranked, picture is not None)]
+    designs = [design_of(c.retrieved_from) if design_of else None for c in candidates]
+    starts = [candidates[i] for i in fit_starts(ranked, picture is not None, designs=designs)]
     if progress is not None:
         progress("fitting", 0, len(starts) * request.fit)
     fits: list[tuple[Fit, Candidate]] = []

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,19 +133,30 @@ def default_fit(pictured: bool) -> int:
     return DEFAULT_FIT if pictured else 0
 
 
-def fit_starts(ranked: list[tuple[str, bool]], pictured: bool, k: int = FIT_STARTS) -> list[int]:
+def fit_starts(
+    ranked: list[tuple[str, bool]],
+    pictured: bool,
+    k: int = FIT_STARTS,
+    designs: Sequence[str | None] | None = None,
+) -> list[int]:
     """The candidates a request fits, as indices into `ranked` ((program, valid but perhaps
-    for the picture), best first): the best, and with a picture the next distinct programs
-    that are valid but perhaps for the picture, up to k in all."""
+    for the picture), best first): the best, and with a picture the next programs that are
+    valid but perhaps for the picture and of a design not yet chosen (`designs`, parallel to
+    `ranked`: a gallery part's GalleryEntry.design, None where unknown, as for a sample), up
+    to k in all."""
     if not ranked or not pictured:
         return [0] if ranked else []
+    design = list(designs) if designs is not None else [None] * len(ranked)
     chosen, seen = [0], {ranked[0][0]}
+    seen_designs = {design[0]} - {None}
     for index, (program, fittable_) in enumerate(ranked[1:], start=1):
         if len(chosen) >= k:
             break
-        if fittable_ and program not in seen:
+        if fittable_ and program not in seen and design[index] not in seen_designs:
             chosen.append(index)
             seen.add(program)
+            if design[index] is not None:
+                seen_designs.add(design[index])
     return chosen
 
 

@@ -111,6 +111,13 @@ class GalleryEntry:
             return f"{self.family}:{self.composition.split('+')[0]}"
         return self.family
 
+    @property
+    def design(self) -> str:
+        """Its design: the family, or a compositional part's whole composition (base and
+        features). Two entries of one design differ only in their numbers, which the fit
+        moves anyway, so fitting both would try the same part twice."""
+        return f"{self.family}:{self.composition}" if self.composition else self.family
+
     def scaled_to(self, text: str) -> str:
         """The program with every measure scaled by one factor so that the part takes the
         overall size the words state ("like this, 120 x 40 x 10 mm", "60 mm across"); as it is
@@ -199,6 +206,7 @@ class Gallery:
 
         self.entries = entries
         self.packed = packed
+        self._designs = {entry.id: entry.design for entry in entries}
         # The outlines with one cell of tolerance, for the F1's precision; grown a few hundred
         # entries at a time, so loading never holds every outline unpacked at once.
         self._outlines_grown = np.concatenate([
@@ -208,6 +216,10 @@ class Gallery:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def design_of(self, entry_id: str | None) -> str | None:
+        """The design (GalleryEntry.design) of the entry with this id; None for any other."""
+        return self._designs.get(entry_id) if entry_id is not None else None
 
     @classmethod
     def load(cls, model_dir: Path | str) -> Gallery | None:

@@ -196,7 +196,7 @@ def test_gallery_parts_are_measured_beside_the_samples_and_chosen_blind(pool, tm
 
     def retrieve(t):
         asked.append(t["id"])
-        return [BROKEN, reference]
+        return [(BROKEN, None), (reference, "plate")]
 
     (result,) = run_evaluation(
         [task], lambda t, n, s: [NARROW][:n], pool, n=1, seed=0, fit=1, retrieve=retrieve
@@ -254,7 +254,7 @@ def test_the_fit_starts_from_several_candidates_as_served(pool, tmp_path):
     for starts in (1, 2):
         (result,) = run_evaluation(
             [task], lambda t, n, s: [NARROW][:n], pool, n=1, seed=0, fit=2,
-            retrieve=lambda t: [DISC], fit_starts=starts,
+            retrieve=lambda t: [(DISC, "disc")], fit_starts=starts,
         )  # fmt: skip
         assert result.served_program == DISC, "before the fit the disc is the answer"
         assert result.fit is not None and result.fit["starts"] == starts

@@ -143,6 +143,10 @@ def test_compositional_parts_are_capped_by_their_base_not_as_one_family() -> Non
     # capping that name would leave a compositional picture two compositional candidates.
     assert [r.entry.id for r in found] == ["e0", "e1", "e3", "e4", "e5"]
     assert found[0].entry.kind == "compositional:rect" and found[4].entry.kind == "plate"
+    # A design is the whole composition (or the family): what the fit's starts tell apart.
+    assert [gallery.design_of(r.entry.id) for r in found[:2]] == [
+        "compositional:rect+holes_grid", "compositional:rect"]  # fmt: skip
+    assert gallery.design_of("e5") == "plate" and gallery.design_of("nope") is None
 
 
 def test_a_gallery_that_does_not_match_its_views_is_refused() -> None:

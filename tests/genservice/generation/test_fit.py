@@ -274,6 +274,19 @@ def test_a_picture_request_fits_its_best_distinct_candidates_a_text_request_its_
     assert fit_starts([], pictured=True) == []
 
 
+def test_the_starts_are_of_different_designs_where_the_gallery_names_them():
+    """Two gallery parts of one design differ only in numbers the fit moves anyway: the
+    second is skipped for the next design; samples (no design known) are each their own."""
+    from genservice.generation.fit import fit_starts
+
+    ranked = [("a", True), ("b", True), ("c", True), ("d", True), ("e", True)]
+    designs = ["flange", "flange", None, "compositional:rect+holes", None]
+    assert fit_starts(ranked, pictured=True, k=3, designs=designs) == [0, 2, 3]
+    assert fit_starts(ranked, pictured=True, k=4, designs=designs) == [0, 2, 3, 4]
+    assert fit_starts(ranked, pictured=True, k=3, designs=[None] * 5) == [0, 1, 2]
+    assert fit_starts(ranked, pictured=True, k=3, designs=["x"] * 5) == [0], "one design: once"
+
+
 DISC = """import cadquery as cq
 
 diameter = 80.0
