@@ -324,3 +324,9 @@ def test_the_answer_is_the_best_fitted_start_not_the_best_before_the_fit(pool):
     assert 1.4 <= ratio <= 2.8, fit.changed
     assert answer.report.valid, "the fitted plate looks like the picture"
     assert all(match_score(answer.report) >= match_score(c.report) for c in ordered)
+    # Two gallery parts of one design are one start: the fit would try the same part twice.
+    from dataclasses import replace
+
+    alike = [replace(c, retrieved_from=f"entry-{c.index}") for c in candidates]
+    once, _ = fit_best(replace(request, fit=1), alike, pool, design_of=lambda _: "plate")
+    assert once.starts == 1
