@@ -253,8 +253,8 @@ def fit_task(
 ) -> None:
     """Fit the served best (after repair, when it ran) of a new CAD or scene task to its request
     as serving does (generation/fit.py): to the sizes its words state when only those are off,
-    then, for an image task, to its picture, from the best and the next best distinct
-    candidates (up to `starts`, fit.fit_starts); the fitted part that ranks first is the
+    then, for an image task, to its picture, from the best and the next best candidates
+    of other designs (up to `starts`, fit.fit_starts); the fitted part that ranks first is the
     answer. The trials are judged blind: the request's words and the geometry for sizes (not
     the task's spec, which is what right-sized is scored by), every check and image_match for
     the picture; only the results are scored against the spec and the reference."""

@@ -73,8 +73,9 @@ class GenerationCreate(Strict):
         le=MAX_FIT,
         description="cad/scene: up to this many rounds adjust the best part's parameters while "
         "it stays sound: to the sizes the prompt states when only those are off, then (with a "
-        f"picture) to look more like the picture, from the best {FIT_STARTS} distinct candidates, "
-        f"the best fitted one answering (0 = off; default {DEFAULT_FIT} with a picture, 0 "
+        f"picture) to look more like the picture, from the best {FIT_STARTS} candidates of "
+        "different designs, the best fitted one answering"
+        f" (0 = off; default {DEFAULT_FIT} with a picture, 0 "
         "without); the result says what changed under `fit`",
     )
     retrieve: int | None = Field(

@@ -80,9 +80,9 @@ def add_eval_command(sub: Any) -> None:
         type=int,
         default=FIT_STARTS,
         metavar="K",
-        help="image tasks with --fit: fit the best and the next best distinct candidates, up to "
-        f"K, and answer the one that ranks first after (serving's is {FIT_STARTS}; 1: the best "
-        f"alone); default {FIT_STARTS}",
+        help="image tasks with --fit: fit the best and the next best candidates of other "
+        f"designs, up to K, and answer the one that ranks first after (serving's is "
+        f"{FIT_STARTS}; 1: the best alone); default {FIT_STARTS}",
     )
     parser.add_argument(
         "--retrieve",
@@ -171,8 +171,8 @@ FITTING = (
     "parameters adjusted on the sandbox pool while it stays sound: to the sizes its words "
     "state when only those are off (the request check only, never the task's spec), then, "
     "for an image task, to match the picture better (image_match only, never the reference; "
-    "genservice/generation/fit.py). An image task fits its best {starts} distinct candidates "
-    "and answers the one that ranks first after, blind."
+    "genservice/generation/fit.py). An image task fits its best {starts} candidates of different "
+    "designs and answers the one that ranks first after, blind."
 )
 
 

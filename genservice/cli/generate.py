@@ -82,8 +82,8 @@ def add_generate_command(sub: Any) -> None:
         metavar="K",
         help="cad/scene: up to K rounds that adjust the best part's parameters while it stays "
         "sound: to the sizes the prompt states when only those are off, then (with --image) "
-        f"to look more like the picture, from the best {FIT_STARTS} distinct candidates "
-        f"(default {DEFAULT_FIT} with --image, else 0; "
+        f"to look more like the picture, from the best {FIT_STARTS} candidates of different "
+        f"designs (default {DEFAULT_FIT} with --image, else 0; "
         f"at most {MAX_FIT})",
     )
     generate.add_argument(

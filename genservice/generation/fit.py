@@ -57,9 +57,10 @@ ROUND_STEPS = ((0.5, 0.7, 1.4, 2.0), (0.8, 0.9, 1.12, 1.25), (0.93, 0.97, 1.03, 
 MAX_PARAMETERS = 10  # parameters tried per round (the first ones in the program)
 GAIN = 0.005  # the least rise in image_match score that counts as better
 DEADLINE_S = 60.0  # the whole fit stops starting rounds after this long
-# A picture request fits this many of its best distinct candidates, not the best alone: before
-# the fit a look-alike of the wrong proportions often outscores the right kind of part, and
-# only after fitting do their scores say which is which (docs/pictures.md, "Kinds of part and
+# A picture request fits this many of its best candidates of different designs, not the best
+# alone: before the fit a look-alike of the wrong proportions often outscores the right kind of
+# part, and only after fitting do their scores say which is which; two gallery parts of one
+# design differ only in numbers the fit moves anyway (docs/pictures.md, "Kinds of part and
 # several fits").
 FIT_STARTS = 3
 MAX_FIT_STARTS = 16  # the most an evaluation may ask for
