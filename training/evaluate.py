@@ -278,9 +278,9 @@ def _served_pool(result: TaskResult) -> list[tuple[str, CandidateScore, str | No
     program, score = _answer(result)
     if result.served is not None and result.served_program is not None:
         program, score = result.served_program, result.served
-    pool = [(program, score, designs.get(program) if result.served_retrieved else None)]
-    pool += list(zip(result.retrieved_programs, result.retrieved or [],
-                     result.retrieved_designs, strict=False))  # fmt: skip
+    pool = [(program, score, designs.get(program))]
+    pool += [(p, s, designs.get(p)) for p, s in
+             zip(result.retrieved_programs, result.retrieved or [], strict=False)]  # fmt: skip
     pool += [(p, s, None) for p, s in zip(result.programs, result.candidates, strict=False)]
     return sorted(pool, key=lambda entry: entry[1].rank, reverse=True)
 

@@ -74,9 +74,8 @@ class GenerationCreate(Strict):
         description="cad/scene: up to this many rounds adjust the best part's parameters while "
         "it stays sound: to the sizes the prompt states when only those are off, then (with a "
         f"picture) to look more like the picture, from the best {FIT_STARTS} candidates of "
-        "different designs, the best fitted one answering"
-        f" (0 = off; default {DEFAULT_FIT} with a picture, 0 "
-        "without); the result says what changed under `fit`",
+        f"different designs, the best fitted one answering (0 = off; default {DEFAULT_FIT} "
+        "with a picture, 0 without); the result says what changed under `fit`",
     )
     retrieve: int | None = Field(
         default=None,

@@ -278,11 +278,12 @@ def eval_command(args: argparse.Namespace) -> int:
         # Asked exactly as serving retrieves (engine.retrieve_programs): the first picture.
         found = loaded.gallery.nearest(picture_target(task), task["domain"], args.retrieve)
         programs = [r.entry.scaled_to(task["prompt"]) for r in found]
+        bound = programs
+        if args.bind != "off":
+            bound = bind_candidates(programs, task["domain"], task["prompt"])
         ids = [r.entry.id for r in found]
-        bound = programs if args.bind == "off" else bind_candidates(programs, task["domain"],
-                                                                    task["prompt"])  # fmt: skip
-        return [(p, loaded.gallery.design_of(entry_id))
-                for p, entry_id in gallery_candidates(bound, programs, ids)]  # fmt: skip
+        parts = gallery_candidates(bound, programs, ids)
+        return [(program, loaded.gallery.design_of(entry_id)) for program, entry_id in parts]
 
     if args.retrieve and loaded.gallery is None:
         raise UsageError(f"--retrieve: the model at {model_dir} has no gallery/")
