@@ -32,16 +32,19 @@ the score.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 GRID = 48  # cells a side of the normalised silhouettes
-DRAW = 72  # pixels a side the candidate is drawn at per viewpoint
+DRAW = 96  # pixels a side the candidate is drawn at per viewpoint
 PASS = 0.75  # score at which the check passes (bench/image_match.py: right and wrong parts)
 REFINE_FROM = 2  # the best coarse viewpoints a finer search starts from
 REFINE_STEPS = (12.0, 6.0, 3.0)  # degrees of the finer search's moves
-BACKGROUND_DISTANCE = 40.0  # colour distance (0-441) at which a pixel is the part
+LENSES = (25.0, 35.0, 50.0)  # fields of view (degrees) the finer search tries: tele to wide
+BACKGROUND_DISTANCE = 40.0  # colour distance (0-441) beyond which a pixel is the part, at most
+BACKGROUND_MIN = 12.0  # ... and at least (a flat, clean background)
+BACKGROUND_MARGIN = 10.0  # added to three times the border's own noise
 SHADING = 0.3  # the weight of shading agreement in a shaded picture's score
 FLAT = 8.0  # colour spread (0-255, across the faces) below which a picture shows no shading
 MIN_FACE_CELLS = 12  # face cells (away from edges) a picture needs to show shading
@@ -59,11 +62,16 @@ def _views() -> list[Any]:
 
 
 def foreground(picture: np.ndarray) -> np.ndarray:
-    """Pixels of the part: those whose colour is far from the border's (median) colour."""
+    """Pixels of the part: those whose colour is far from the border's (median) colour. How
+    far is read off the border itself: a clean render's flat background lets a part as pale
+    as it (a depth map's nearest face, a white part on grey) be told from it, while a noisy
+    photograph's border sets the bar above its own noise."""
     rgb = np.asarray(picture, dtype=np.float64)[..., :3]
     border = np.concatenate([rgb[0], rgb[-1], rgb[:, 0], rgb[:, -1]])
     background = np.median(border, axis=0)
-    return np.linalg.norm(rgb - background, axis=-1) > BACKGROUND_DISTANCE
+    noise = float(np.percentile(np.linalg.norm(border - background, axis=-1), 90))
+    threshold = float(np.clip(BACKGROUND_MARGIN + 3.0 * noise, BACKGROUND_MIN, BACKGROUND_DISTANCE))
+    return np.linalg.norm(rgb - background, axis=-1) > threshold
 
 
 def picture_edges(picture: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -144,7 +152,7 @@ def shrunk(mask: np.ndarray) -> np.ndarray:
     return ~grown(~mask)
 
 
-def shading_agreement(reading: Reading, surface: np.ndarray) -> float:
+def shading_fit(reading: Reading, surface: np.ndarray) -> tuple[float, Light | None]:
     """How much of the colour of the picture's faces the candidate's surface explains: the R²
     (0-1) of a least-squares fit of the colour of each of the picture's face cells (away from
     its edges: an edge cell mixes two faces) to the candidate's normal (x, y, z) and depth in
@@ -156,16 +164,16 @@ def shading_agreement(reading: Reading, surface: np.ndarray) -> float:
     (surface()) at the viewpoint."""
     colours = reading[3]
     if colours is None:
-        return 0.0
+        return 0.0, None
     faces = np.isfinite(colours[..., 0])
     seen = colours[faces] / 255.0
     seen = seen - seen.mean(axis=0)
     spread = float((seen**2).sum())
     covered = np.isfinite(surface[faces][:, 0])
     if spread <= 1e-12 or np.count_nonzero(covered) < 2:
-        return 0.0
-    explained = surface[faces][covered]
-    explained = explained - explained.mean(axis=0)
+        return 0.0, None
+    features = surface[faces][covered]
+    explained = features - features.mean(axis=0)
     fitted = seen[covered] - seen[covered].mean(axis=0)
     # Ridge: a feature that barely varies over the faces (the depth across a flat face seen
     # square on) cannot be scaled up to mimic a gradient of light it does not make.
@@ -173,7 +181,29 @@ def shading_agreement(reading: Reading, surface: np.ndarray) -> float:
     coefficients = np.linalg.lstsq(gram, explained.T @ fitted, rcond=None)[0]
     left = float(((fitted - explained @ coefficients) ** 2).sum())
     left += float((seen[~covered] ** 2).sum())
-    return float(np.clip(1.0 - left / spread, 0.0, 1.0))
+    light = Light(coefficients, features.mean(axis=0), colours[faces][covered].mean(axis=0))
+    return float(np.clip(1.0 - left / spread, 0.0, 1.0)), light
+
+
+def shading_agreement(reading: Reading, surface: np.ndarray) -> float:
+    """The R² of shading_fit: how much of the picture's face colours the surface explains."""
+    return shading_fit(reading, surface)[0]
+
+
+class Light(NamedTuple):
+    """The linear map shading_fit found from a surface's normal and depth to the picture's
+    colours (0-255): what the part looks like under the picture's light and style."""
+
+    coefficients: np.ndarray  # (4, 3): normal x, y, z and depth to colour (0-1)
+    features: np.ndarray  # the mean normal and depth it was fitted about
+    colour: np.ndarray  # the mean colour (0-255) it was fitted about
+
+    def paint(self, frame: Any) -> np.ndarray:
+        """A frame's colours (h, w, 3; 0-255) as the picture would show them."""
+        from exporters.render import unit_depth
+
+        values = np.concatenate([frame.normals, unit_depth(frame)[..., None]], axis=-1)
+        return self.colour + 255.0 * (values - self.features) @ self.coefficients
 
 
 def surface(frame: Any) -> np.ndarray:
@@ -221,6 +251,8 @@ def _f1(a: np.ndarray, b: np.ndarray) -> float:
     recall = np.count_nonzero(b & grown(a)) / np.count_nonzero(b)
     return float(2 * precision * recall / (precision + recall)) if precision + recall else 0.0
 
+
+Pose = tuple[float, float, float]  # azimuth, elevation, lens (0: orthographic; else the fov)
 
 # silhouette, outline, framed mask, face colours (None: no shading to compare)
 Reading = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]
@@ -323,7 +355,7 @@ def _best_view(scene: Any, target: Target) -> dict[str, Any]:
         (_view_score(scene, target, view) for view in _views()), key=lambda r: -r["score"]
     )
     best = coarse[0]
-    seen: dict[tuple[float, float, bool], dict[str, Any]] = {}  # both searches may pass a pose
+    seen: dict[Pose, dict[str, Any]] = {}  # both searches may pass a pose
     for start in coarse[:REFINE_FROM]:
         if start["score"] >= 0:
             found = _refine(scene, target, start, seen)
@@ -334,43 +366,65 @@ def _best_view(scene: Any, target: Target) -> dict[str, Any]:
 
 def _view_score(scene: Any, target: Target, view: Any) -> dict[str, Any]:
     """One viewpoint's score against the picture, with what it is made of."""
-    from exporters.render import edges
-
     assert target.whole is not None
     silhouette, outline = target.whole[:2]
     frame = scene.cast(view, DRAW)
     drawn = normalise(_filled(frame.hit) if target.drawing else frame.hit)
     if drawn is None:
         return {"score": -1.0, "view": view.name, "pose": _pose(view)}
-    lines = normalise(frame.hit, edges(frame))
-    assert lines is not None
-    iou, f1 = _iou(drawn, silhouette), _f1(lines, outline)  # floats, not numpy scalars
-    found = {"score": 0.6 * iou + 0.4 * f1, "silhouette_iou": iou, "outline_f1": f1}
+    shading, light = shading_fit(target.whole, surface(frame))
+    iou, f1 = _iou(drawn, silhouette), _outline_f1(frame, outline, light)
+    found = {"score": 0.6 * iou + 0.4 * f1, "silhouette_iou": iou, "outline_f1": f1,
+             "lens_deg": float(view.fov_deg) if view.perspective else 0.0}  # fmt: skip
     if target.whole[3] is not None:
-        shading = shading_agreement(target.whole, surface(frame))
         found["score"] = (1 - SHADING) * found["score"] + SHADING * shading
         found["shading"] = shading
     return {**found, "view": view.name, "pose": _pose(view)}
 
 
-def _pose(view: Any) -> tuple[float, float, bool]:
-    """A view's azimuth and elevation (degrees, as View.orbit takes them) and its lens."""
+def _outline_f1(frame: Any, outline: np.ndarray, light: Light | None) -> float:
+    """The F1 of a frame's edges against the picture's outline. A picture shows the edges its
+    style shows: a line drawing or a shaded render with ink every crease and step, a depth map
+    only its steps in depth, a normal map the creases its colours tell apart. So with a light
+    (shading_fit's, the picture's own style) the frame is also painted as the picture would
+    show it and its brightness steps read the way the picture's are; the better of the two
+    counts, for the right part at the right viewpoint matches one of them closely."""
+    from exporters.render import edges
+
+    lines = normalise(frame.hit, edges(frame))
+    f1 = _f1(lines, outline) if lines is not None else 0.0
+    if light is not None:
+        painted = normalise(frame.hit, picture_edges(light.paint(frame), frame.hit))
+        f1 = max(f1, _f1(painted, outline)) if painted is not None else f1
+    return f1
+
+
+def _pose(view: Any) -> Pose:
+    """A view's azimuth and elevation (degrees, as View.orbit takes them) and its lens (0 for
+    orthographic, else the field of view in degrees)."""
     x, y, z = np.asarray(view.eye, dtype=np.float64) / np.linalg.norm(view.eye)
     azimuth = float(np.degrees(np.arctan2(x, -y)))
-    return azimuth, float(np.degrees(np.arcsin(np.clip(z, -1.0, 1.0)))), bool(view.perspective)
+    lens = float(view.fov_deg) if view.perspective else 0.0
+    return azimuth, float(np.degrees(np.arcsin(np.clip(z, -1.0, 1.0)))), lens
 
 
-def _refine(
-    scene: Any,
-    target: Target,
-    start: dict[str, Any],
-    seen: dict[tuple[float, float, bool], dict[str, Any]],
-) -> dict[str, Any]:
-    """A pattern search from a viewpoint: move the camera a step round the part (or switch its
+def _lens_moves(lens: float) -> list[float]:
+    """The lenses one step from `lens`: the next wider and narrower of LENSES, and
+    orthographic from the middle one (a screenshot of a CAD viewer is often orthographic)."""
+    if lens == 0.0:
+        return [LENSES[1]]
+    index = LENSES.index(lens) if lens in LENSES else 1
+    moves = [LENSES[i] for i in (index - 1, index + 1) if 0 <= i < len(LENSES)]
+    return moves + ([0.0] if index == 1 else [])
+
+
+def _refine(scene: Any, target: Target, start: dict[str, Any], seen: dict[Pose, Any]) -> Any:
+    """A pattern search from a viewpoint: move the camera a step round the part (or change its
     lens, at the first step) while the picture matches better, then halve the step. A picture
-    is taken from any angle, and the coarse viewpoints are 30 degrees apart: at the right angle
-    the right part matches closely, a wrong one gains far less (bench/image_match.py). `seen`
-    keeps the scores of poses already drawn: a step back is a pose drawn before."""
+    is taken from any angle through any lens, and the coarse viewpoints are 30 degrees apart at
+    one lens: at the right angle and lens the right part matches closely, a wrong one gains far
+    less (bench/image_pick.py). `seen` keeps the scores of poses already drawn: a step back is
+    a pose drawn before."""
     from exporters.render import View
 
     best = start
@@ -378,23 +432,20 @@ def _refine(
         moved = True
         while moved:
             moved = False
-            azimuth, elevation, perspective = best["pose"]
-            moves = [
-                (step, 0.0, False),
-                (-step, 0.0, False),
-                (0.0, step, False),
-                (0.0, -step, False),
+            azimuth, elevation, lens = best["pose"]
+            poses = [
+                (azimuth + step, elevation, lens),
+                (azimuth - step, elevation, lens),
+                (azimuth, elevation + step, lens),
+                (azimuth, elevation - step, lens),
             ]
             if index == 0:
-                moves.append((0.0, 0.0, True))
-            for d_azimuth, d_elevation, switch in moves:
-                pose = (
-                    round(azimuth + d_azimuth, 2),
-                    round(float(np.clip(elevation + d_elevation, -89.0, 89.0)), 2),
-                    perspective != switch,
-                )
+                poses += [(azimuth, elevation, other) for other in _lens_moves(lens)]
+            for a, e, fov in poses:
+                pose = (round(a, 2), round(float(np.clip(e, -89.0, 89.0)), 2), fov)
                 if pose not in seen:
-                    seen[pose] = _view_score(scene, target, View.orbit(*pose))
+                    view = View.orbit(pose[0], pose[1], fov > 0, fov or LENSES[1])
+                    seen[pose] = _view_score(scene, target, view)
                 tried = seen[pose]
                 if tried["score"] > best["score"] + 1e-4:
                     best, moved = tried, True
@@ -405,20 +456,21 @@ def _rig_reading(scene: Any, target: Target, panels: Sequence[Any]) -> dict[str,
     """A rig picture against the candidate's rig, panel by panel: the mean of the panels'
     scores. Four views fix the part far better than any one, and the collage as a whole looks
     like no single view of a part, so a rig picture is read this way only."""
-    from exporters.render import RIG, View, edges
+    from exporters.render import RIG, View
 
     scores = []
     for name, panel in zip(RIG, panels, strict=True):
         frame = scene.cast(View.named(name), DRAW)
         hit = _filled(frame.hit) if target.drawing else frame.hit
-        drawn, lines = normalise(hit), normalise(frame.hit, edges(frame))
-        if drawn is None or lines is None:
+        drawn = normalise(hit)
+        if drawn is None:
             scores.append(0.0)
             continue
+        shading, light = shading_fit(panel, surface(frame))
         placed = _iou(framed(hit), panel[2])
-        score = 0.3 * _iou(drawn, panel[0]) + 0.3 * placed + 0.4 * _f1(lines, panel[1])
+        outline = _outline_f1(frame, panel[1], light)
+        score = 0.3 * _iou(drawn, panel[0]) + 0.3 * placed + 0.4 * outline
         if panel[3] is not None:
-            shading = shading_agreement(panel, surface(frame))
             score = (1 - SHADING) * score + SHADING * shading
         scores.append(score)
     return {

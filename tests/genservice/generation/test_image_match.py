@@ -8,8 +8,8 @@ import trimesh
 from PIL import Image
 
 from exporters.parts import PartMesh
-from exporters.render import View, render
-from genservice.generation.image_match import PASS, Target, image_match
+from exporters.render import Scene, View, render, shade
+from genservice.generation.image_match import PASS, Target, foreground, image_match
 from genservice.generation.rerank import match_score, rerank, valid_but_the_picture
 from validators.cad.request import missed_only_the_request, what_is_off
 
@@ -124,3 +124,51 @@ def test_a_picture_without_shading_is_judged_by_its_outline_alone(style: str) ->
     assert "shading" not in detail
     assert score == pytest.approx(0.6 * detail["silhouette_iou"] + 0.4 * detail["outline_f1"],
                                   abs=1e-3)  # fmt: skip
+
+
+STEPPED = _parts(
+    trimesh.creation.box((60, 30, 10)).union(
+        trimesh.creation.box(
+            (20, 30, 30), transform=trimesh.transformations.translation_matrix((-20, 0, 10))
+        )
+    )
+)
+
+
+@pytest.mark.parametrize("fov", [25.0, 50.0])
+def test_a_picture_through_any_lens_is_matched_through_a_lens_like_it(fov: float) -> None:
+    """A telephoto picture flattens a part and a wide one stretches its near end; the finer
+    search tries other lenses, so the right part still matches closely. A wide lens distorts
+    most: that picture is matched through a wide lens."""
+    picture = render(STEPPED, [View.orbit(30, 40, True, fov)], 160)
+    score, detail = image_match(Target(Image.fromarray(picture)), STEPPED)
+    assert score >= 0.9, detail
+    if fov > 35.0:
+        assert detail["lens_deg"] > 35.0, detail
+
+
+def test_a_depth_map_shows_no_creases_and_none_are_asked_of_the_right_part() -> None:
+    """A depth map shows where depth steps, not where faces meet at a crease: the right part's
+    edges are read the way the picture shows them, so its outline agrees closely."""
+    picture = render(STEPPED, [View.orbit(-50, 30, True)], 160, "depth")
+    score, detail = image_match(Target(Image.fromarray(picture)), STEPPED)
+    assert detail["outline_f1"] >= 0.9 and score >= 0.9, detail
+
+
+def test_a_part_as_pale_as_a_clean_background_is_still_told_from_it() -> None:
+    """A depth map's nearest face is near white: on a flat white background it is the part,
+    not background, so the ball keeps its whole silhouette."""
+    frame = Scene(DOME).cast(View.orbit(30, 40, True), 160)
+    found = foreground(shade(frame, "depth", background=(255, 255, 255)))
+    assert np.count_nonzero(found & frame.hit) / np.count_nonzero(found | frame.hit) >= 0.99
+
+
+def test_a_noisy_background_is_not_taken_for_the_part() -> None:
+    """A photograph's background is never flat: the bar is set above the border's own noise."""
+    rng = np.random.default_rng(0)
+    picture = render(STEPPED, [View.orbit(-50, 30, True)], 160).astype(np.float64)
+    truth = render(STEPPED, [View.orbit(-50, 30, True)], 160, "silhouette").mean(axis=-1) < 128
+    noisy = np.clip(picture + rng.normal(0, 6, picture.shape), 0, 255).astype(np.uint8)
+    found = foreground(noisy)
+    assert np.count_nonzero(found & ~truth) / np.count_nonzero(~truth) < 0.01
+    assert np.count_nonzero(found & truth) / np.count_nonzero(truth) >= 0.95
