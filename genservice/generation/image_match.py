@@ -12,17 +12,21 @@ the distance of the camera matters, only shape. At each viewpoint two things are
   holes that a silhouette cannot show. A photograph carries no normals, so the edges a shaded
   picture shows stand in for the normals the renderer knows.
 
-A viewpoint scores 0.6 * IoU + 0.4 * outline F1. A picture with shading (a render, a
-screenshot, a photograph: not a silhouette or a line drawing) says more than its outline: the
-brightness of each face follows which way the face turns. So for such a picture a third thing
-is compared, the shading: how much of the colour of the picture's faces the candidate's own
-surface explains, as a light would (`shading_agreement`: the R² of the picture's colours fitted
-linearly to the candidate's normals and depth, cell by cell away from edges; any light, any
-colour, a normal map or a depth map all fit). Two parts alike in outline, a tray and a box, a
-plate and a leaning plate seen edge-on, differ there. Such a viewpoint scores
-(1 - SHADING) * (0.6 * IoU + 0.4 * F1) + SHADING * R². From the best coarse viewpoints a finer
-search moves the camera while the match improves, and the score is the best viewpoint's (it
-passes at PASS). A picture of the rig (four panels in a 2x2 grid, as previews and image tasks
+A picture's style decides which edges it shows (a line drawing or a shaded render inks every
+crease, a depth map only steps in depth), so where the picture shows shading the candidate is
+also painted in the picture's style and light (`Light`, the shading fit's) and its edges read
+as the picture's are; the better of the two F1s counts. A viewpoint scores 0.6 * IoU + 0.4 *
+outline F1. A picture with shading (a render, a screenshot, a photograph: not a silhouette or a
+line drawing) says more than its outline: the brightness of each face follows which way the
+face turns. So for such a picture a third thing is compared, the shading: how much of the
+colour of the picture's faces the candidate's own surface explains, as a light would
+(`shading_agreement`: the R² of the picture's colours fitted linearly to the candidate's normals
+and depth, cell by cell away from edges; any light, any colour, a normal map or a depth map all
+fit). Two parts alike in outline, a tray and a box, a plate and a leaning plate seen edge-on,
+differ there. Such a viewpoint scores (1 - SHADING) * (0.6 * IoU + 0.4 * F1) + SHADING * R².
+From the best coarse viewpoints a finer search moves the camera (and changes its lens: LENSES,
+or orthographic) while the match improves, and the score is the best viewpoint's (it passes at
+PASS). A picture of the rig (four panels in a 2x2 grid, as previews and image tasks
 draw it) is compared panel by panel with the candidate's rig instead: the collage as a whole
 looks like no one view. The picture is part of what was asked: a sound part that fails the
 check is NOT AS ASKED, never VALID (rerank.with_image_match), and best-of-N ranks candidates by
