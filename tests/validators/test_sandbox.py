@@ -148,12 +148,29 @@ def test_sandbox_dies_with_its_parent() -> None:
     assert not alive, "sandbox processes outlived the process that started them"
 
 
+def _wait_until_dead(pid: int, timeout_s: float = 10.0) -> None:
+    """Until the process has exited (a zombie or gone), at most timeout_s."""
+    import time
+    from pathlib import Path
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.02)
+
+
 def test_a_worker_killed_from_outside_is_replaced() -> None:
     import os
 
     with SandboxPool(size=1, preload=()) as small:
         (victim,) = small.worker_pids()
         os.killpg(victim, 9)
+        _wait_until_dead(victim)  # on a loaded machine a killed process takes a moment to exit
         result = small.run("python", "print('still serving')")
         if not result.ok:  # the run that met the dead worker fails cleanly; the next one works
             assert result.status is Status.SANDBOX_ERROR
