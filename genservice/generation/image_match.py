@@ -20,7 +20,7 @@ outline F1. A picture with shading (a render, a screenshot, a photograph: not a 
 line drawing) says more than its outline: the brightness of each face follows which way the
 face turns. So for such a picture a third thing is compared, the shading: how much of the
 colour of the picture's faces the candidate's own surface explains, as a light would
-(`shading_agreement`: the R² of the picture's colours fitted linearly to the candidate's normals
+(`shading_fit`: the R² of the picture's colours fitted linearly to the candidate's normals
 and depth, cell by cell away from edges; any light, any colour, a normal map or a depth map all
 fit). Two parts alike in outline, a tray and a box, a plate and a leaning plate seen edge-on,
 differ there. Such a viewpoint scores (1 - SHADING) * (0.6 * IoU + 0.4 * F1) + SHADING * R².
@@ -189,11 +189,6 @@ def shading_fit(reading: Reading, surface: np.ndarray) -> tuple[float, Light | N
     return float(np.clip(1.0 - left / spread, 0.0, 1.0)), light
 
 
-def shading_agreement(reading: Reading, surface: np.ndarray) -> float:
-    """The R² of shading_fit: how much of the picture's face colours the surface explains."""
-    return shading_fit(reading, surface)[0]
-
-
 class Light(NamedTuple):
     """The linear map shading_fit found from a surface's normal and depth to the picture's
     colours (0-255): what the part looks like under the picture's light and style."""
@@ -204,25 +199,26 @@ class Light(NamedTuple):
 
     def paint(self, frame: Any) -> np.ndarray:
         """A frame's colours (h, w, 3; 0-255) as the picture would show them."""
-        from exporters.render import unit_depth
+        return self.colour + 255.0 * (surface_values(frame) - self.features) @ self.coefficients
 
-        values = np.concatenate([frame.normals, unit_depth(frame)[..., None]], axis=-1)
-        return self.colour + 255.0 * (values - self.features) @ self.coefficients
+
+def surface_values(frame: Any) -> np.ndarray:
+    """A rendered frame's normal (x, y, z) and depth (0 near .. 1 far) per pixel: (h, w, 4)."""
+    from exporters.render import unit_depth
+
+    return np.concatenate([frame.normals, unit_depth(frame)[..., None]], axis=-1)
 
 
 def surface(frame: Any) -> np.ndarray:
     """A rendered frame's normals and depth (0 near .. 1 far) as cell means over what it hit:
     (GRID, GRID, 4)."""
-    from exporters.render import unit_depth
-
-    values = np.concatenate([frame.normals, unit_depth(frame)[..., None]], axis=-1)
-    return cell_means(frame.hit, values)
+    return cell_means(frame.hit, surface_values(frame))
 
 
 def face_colours(
     pixels: np.ndarray, mask: np.ndarray, silhouette: np.ndarray, outline: np.ndarray
 ) -> np.ndarray | None:
-    """A picture's face colours for shading_agreement: the mean colour of each cell inside its
+    """A picture's face colours for shading_fit: the mean colour of each cell inside its
     silhouette and away from its edges (NaN elsewhere), or None when the faces show no shading
     (a silhouette, a flat fill: their colours spread less than FLAT) or too few cells."""
     colours = cell_means(mask, np.asarray(pixels, dtype=np.float64)[..., :3])
