@@ -33,13 +33,11 @@ from typing import Any
 from PIL import Image
 from tqdm import tqdm
 
-from bench.image_pick import build, read_picture
+from bench.image_pick import build, iou_to, read_picture
 
 RESULTS = Path(__file__).parent / "results" / "fit_reach.json"
 CLOSE = 0.85  # the issue's median IoU@1 target: a fit "reaches" the part at this IoU
 MOVED = 0.01  # an IoU change below this is no change
-
-
 STARTS = ("oracle", "pick")
 
 
@@ -64,9 +62,10 @@ def reach(rows: list[dict[str, Any]], rounds: int, start: str = "oracle") -> dic
 
 
 def starts(task: dict[str, Any], gallery: Any, k: int, pool: Any, threads: Any) -> Any:
-    """The task's reference mesh and its two starts, each (program, IoU to the reference): the
-    look-alike closest to the pictured part and the one serving ranks first; None when the
-    reference or every look-alike fails to build."""
+    """The task's reference mesh, its picture and its two starts, each (Scored as `rerank`
+    judged it with the picture and the words, IoU to the reference): the look-alike closest to
+    the pictured part and the one serving ranks first; None when the reference or every
+    look-alike fails to build."""
     from genservice.generation.rerank import rerank
 
     near = gallery.nearest(read_picture(task), task["domain"], k)
@@ -78,38 +77,25 @@ def starts(task: dict[str, Any], gallery: Any, k: int, pool: Any, threads: Any) 
     reference = built[0][1]
     ious = {program: iou_to(made[1], reference, task)
             for made, program in zip(built[1:], programs[1:], strict=True) if made}  # fmt: skip
-    oracle = max(ious, key=lambda program: ious[program])
     with Image.open(task["images"][0]) as opened:
         picture = opened.convert("RGB")
     ranked = rerank(list(ious), task["domain"], pool, picture=picture,
                     asked=(task["prompt"], None))  # fmt: skip
-    picked = ranked[0].program
-    return reference, {"oracle": (oracle, ious[oracle]), "pick": (picked, ious[picked])}
+    oracle = next(s for s in ranked if s.program == max(ious, key=lambda p: ious[p]))
+    chosen = {"oracle": (oracle, ious[oracle.program]),
+              "pick": (ranked[0], ious[ranked[0].program])}  # fmt: skip
+    return reference, picture, chosen
 
 
-def iou_to(mesh: Any, reference: Any, task: dict[str, Any]) -> float:
-    """A mesh's IoU to the task's reference (0 when they cannot be compared)."""
-    from validators.cad import similarity
-
-    any_way = bool((task.get("spec") or {}).get("any_orientation"))
-    try:
-        return float(similarity.compare(mesh, reference, any_way)[0])
-    except ValueError:
-        return 0.0
-
-
-def fit_from(task: dict[str, Any], program: str, rounds: int, pool: Any) -> dict[str, Any]:
-    """Fit a start to the task's picture and words as serving does; what it became."""
+def fit_from(
+    task: dict[str, Any], start: Any, picture: Any, rounds: int, pool: Any
+) -> dict[str, Any]:
+    """Fit a start (its Scored) to the task's picture and words as serving does; what it became."""
     from genservice.generation.fit import fit_candidate
-    from genservice.generation.rerank import rerank
 
-    asked = (task["prompt"], None)
-    with Image.open(task["images"][0]) as opened:
-        picture = opened.convert("RGB")
-    scored = rerank([program], task["domain"], pool, picture=picture, asked=asked)[0]
     began = time.perf_counter()
-    fit = fit_candidate(task["domain"], pool, picture, scored.program, scored.report,
-                        task["prompt"], rounds, asked=asked)  # fmt: skip
+    fit = fit_candidate(task["domain"], pool, picture, start.program, start.report,
+                        task["prompt"], rounds, asked=(task["prompt"], None))  # fmt: skip
     seconds = round(time.perf_counter() - began, 1)
     return {"program": fit.program, "match_before": fit.score_before,
             "match_after": fit.score_after, "seconds": seconds}  # fmt: skip
@@ -145,15 +131,15 @@ def main() -> None:
             found = starts(task, gallery, args.k, pool, threads)
             if found is None:
                 continue
-            reference, chosen = found
+            reference, picture, chosen = found
             row: dict[str, Any] = {"id": task["id"]}
-            for name, (program, start_iou) in chosen.items():
-                if name == "pick" and program == chosen["oracle"][0]:
+            for name, (start, start_iou) in chosen.items():
+                if name == "pick" and start is chosen["oracle"][0]:
                     row[name] = {**row["oracle"], "is_oracle": True}  # the same start, once
                     continue
                 fits = {}
                 for count in counts:
-                    fitted = fit_from(task, program, count, pool)
+                    fitted = fit_from(task, start, picture, count, pool)
                     made = build(fitted.pop("program"), task["domain"], pool)
                     fitted["iou"] = round(iou_to(made[1], reference, task), 4) if made else 0.0
                     fits[str(count)] = fitted

@@ -45,6 +45,18 @@ def build(program: str, domain: str, pool: Any) -> tuple[Any, Any] | None:
     return (parts_from_payload(run.payload), mesh) if mesh is not None else None
 
 
+def iou_to(mesh: Any, reference: Any, task: dict[str, Any]) -> float:
+    """A mesh's IoU to the task's reference, centred and scaled to unit size (any orientation
+    where the task's spec allows it; 0 when they cannot be compared)."""
+    from validators.cad import similarity
+
+    any_way = bool((task.get("spec") or {}).get("any_orientation"))
+    try:
+        return float(similarity.compare(mesh, reference, any_way)[0])
+    except ValueError:
+        return 0.0
+
+
 def _rank_correlation(xs: list[float], ys: list[float]) -> float | None:
     """Spearman's rho (ties share a mean rank); None when either side is constant."""
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
@@ -97,7 +109,6 @@ def read_picture(task: dict[str, Any]) -> Any:
 def collect(tasks: list[dict[str, Any]], gallery: Any, k: int, workers: int) -> list[Any]:
     """Per picture: the task and its candidates (the reference first, then the gallery's k
     nearest) as dicts of design, IoU to the reference and parts."""
-    from validators.cad import similarity
     from validators.sandbox import Limits, SandboxPool
 
     collected = []
@@ -113,17 +124,13 @@ def collect(tasks: list[dict[str, Any]], gallery: Any, k: int, workers: int) -> 
             built = list(threads.map(build, programs, domains, [pool] * len(programs)))
             if built[0] is None or not any(built[1:]):
                 continue
-            any_way = bool((task.get("spec") or {}).get("any_orientation"))
             candidates = []
             for index, made in enumerate(built):
                 if made is None:
                     continue
-                try:
-                    iou = similarity.compare(made[1], built[0][1], any_way)[0]
-                except ValueError:
-                    iou = 0.0
+                iou = iou_to(made[1], built[0][1], task)
                 candidates.append({"reference": index == 0, "design": designs[index],
-                                   "iou": round(float(iou), 4), "parts": made[0]})  # fmt: skip
+                                   "iou": round(iou, 4), "parts": made[0]})  # fmt: skip
             collected.append((task, candidates))
     return collected
 
