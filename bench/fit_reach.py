@@ -17,7 +17,11 @@ Reported per start and number of rounds: the IoU to the pictured part before and
 and scaled to unit size), how many fits came closer or went further, how many reach 0.85, and
 the seconds a fit took. The reference only measures: the fit sees the picture and the words.
 
+`--free-camera` scores every trial from wherever it looks most like the picture instead of
+from near the best part's camera (fit.HOLD_CAMERA), the fit as it was before the camera was held.
+
 Usage: .venv/bin/python -m bench.fit_reach [--tasks FILE] [--limit 24] [--k 8] [--rounds 3]
+       [--free-camera]
 """
 
 from __future__ import annotations
@@ -109,10 +113,16 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8, help="gallery parts per picture (8)")
     parser.add_argument("--rounds", default="3", help="fit rounds to compare, e.g. 3,6")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--free-camera",
+        action="store_true",
+        help="score each trial from anywhere, not near the best part's camera",
+    )
     parser.add_argument("-o", "--output", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     from bench.image_match import load_tasks
+    from genservice.generation import fit
     from genservice.generation.gallery import Gallery
     from genservice.generation.loader import default_model_dir
     from validators.sandbox import Limits, SandboxPool
@@ -121,6 +131,7 @@ def main() -> None:
     if gallery is None:
         raise SystemExit("the shipped model has no gallery: build one with `corpus gallery`")
     counts = [int(r) for r in args.rounds.split(",")]
+    fit.HOLD_CAMERA = not args.free_camera
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     with (
@@ -148,6 +159,7 @@ def main() -> None:
     summary = {
         "tasks": str(args.tasks),
         "k": args.k,
+        "camera": "free" if args.free_camera else "held",
         "reach": [reach(rows, count, start) for start in STARTS for count in counts]
         if rows
         else [],

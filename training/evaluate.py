@@ -72,6 +72,7 @@ class CandidateScore:
     sound: bool = False  # sound geometry, whatever it was asked (metrics.geometry_sound)
     bbox_within_5: bool | None = None  # an image task whose words give the size: within 5 %
     pictured: bool = False  # asked with a picture
+    match_pose: list[float] | None = None  # the camera it matched the picture from
 
     @property
     def rank(self) -> tuple[bool, float, float]:
@@ -118,7 +119,12 @@ class TaskResult:
 
 
 def _cad_scores(
-    task: dict[str, Any], programs: list[str], pool: Any, limits: Any, reference: bool = True
+    task: dict[str, Any],
+    programs: list[str],
+    pool: Any,
+    limits: Any,
+    reference: bool = True,
+    near: Any = None,
 ) -> list:
     from genservice.generation.asked import task_items
     from validators.cad import similarity
@@ -135,6 +141,8 @@ def _cad_scores(
     options = CadOptions(printability=False, physics=task["domain"] == "scene")
     request = task_items(task)
     target = picture_target(task)
+    if target is not None and near is not None:  # a fit's trials: from near its camera
+        target = target.seen_from(near)
     sized = task.get("sized") == "bbox" and bool((task.get("spec") or {}).get("bbox_mm"))
     any_way = bool((task.get("spec") or {}).get("any_orientation"))
 
@@ -165,9 +173,12 @@ def _cad_scores(
         )
         result.pictured = target is not None
         if target is not None and run.payload is not None:
-            from genservice.generation.rerank import match_score, with_image_match
+            from genservice.generation.rerank import match_pose, match_score, with_image_match
 
-            result.image_match = match_score(with_image_match(report, target, run.payload))
+            matched = with_image_match(report, target, run.payload)
+            result.image_match = match_score(matched)
+            pose = match_pose(matched)
+            result.match_pose = list(pose) if pose is not None else None
         if sized:  # an invalid part is not the size asked either
             measured = report.metrics.get("bbox_mm")
             result.bbox_within_5 = result.valid and _within(measured, task["spec"]["bbox_mm"])
@@ -235,12 +246,21 @@ def _code_scores(
 
 
 def score_programs(
-    task: dict[str, Any], programs: list[str], pool: Any, limits: Any = None, reference: bool = True
+    task: dict[str, Any],
+    programs: list[str],
+    pool: Any,
+    limits: Any = None,
+    reference: bool = True,
+    near: Any = None,
 ) -> list[CandidateScore]:
     """Blind Reports (and, for valid parts, IoU and Chamfer to the reference unless `reference`
-    is False) of programs."""
-    scorer = _code_scores if task["domain"] == "code" else _cad_scores
-    return scorer(task, programs, pool, limits, reference) if programs else []
+    is False) of programs; `near`: an image task's picture seen from near that camera (a fit's
+    trials, image_match.Target.seen_from)."""
+    if not programs:
+        return []
+    if task["domain"] == "code":
+        return _code_scores(task, programs, pool, limits, reference)
+    return _cad_scores(task, programs, pool, limits, reference, near)
 
 
 def fit_task(
@@ -295,12 +315,12 @@ def _fit_one(
 ) -> tuple[str, CandidateScore, Any]:
     """One candidate fitted to its task's sizes, then picture: the program, its score against
     the reference, and the Fit."""
-    from genservice.generation.fit import Trial, fit_to_picture, fit_to_sizes, joined
+    from genservice.generation.fit import HOLD_CAMERA, Trial, fit_to_picture, fit_to_sizes, joined
 
     prompt = task.get("prompt", "")
 
-    def blind(programs: list[str]) -> list[CandidateScore]:
-        return score_programs(task, programs, pool, limits, reference=False)
+    def blind(programs: list[str], near: Any = None) -> list[CandidateScore]:
+        return score_programs(task, programs, pool, limits, reference=False, near=near)
 
     def sized(p: str, s: CandidateScore) -> Trial:
         sound = s.sound and s.valid
@@ -311,26 +331,29 @@ def _fit_one(
     def validate_sizes(programs: list[str]) -> list[Trial]:
         return [sized(p, s) for p, s in zip(programs, blind(programs), strict=True)]
 
-    def validate_picture(programs: list[str]) -> list[Trial]:
-        pairs = zip(programs, blind(programs), strict=True)
-        return [Trial(p, s.all_checks, s.image_match or 0.0) for p, s in pairs]
+    def pictured(p: str, s: CandidateScore) -> Trial:
+        pose = tuple(s.match_pose) if s.match_pose else None
+        return Trial(p, s.all_checks, s.image_match or 0.0, pose=pose)
+
+    def validate_picture(programs: list[str], near: Any = None) -> list[Trial]:
+        return [pictured(p, s) for p, s in zip(programs, blind(programs, near), strict=True)]
 
     sizes = fit_to_sizes(sized(program, score), prompt, validate_sizes, rounds=rounds)
     if sizes.improved:
         program, score = sizes.program, sizes.scored.record if sizes.scored else score
-    pictured = None
     if task.get("images"):
-        pictured = fit_to_picture(
-            Trial(program, score.all_checks, score.image_match or 0.0),
-            prompt,
-            validate_picture,
-            rounds=rounds,
-        )
-        if pictured.improved:
-            program = pictured.program
-    fit = joined(sizes, pictured)
+        to_picture = fit_to_picture(pictured(program, score), prompt, validate_picture, rounds)
+        held = to_picture.scored.pose if to_picture.scored is not None else None
+        if to_picture.improved:
+            program = to_picture.program
+        fit = joined(sizes, to_picture)
+    else:
+        held, fit = None, joined(sizes, None)
     if sizes.improved or fit.improved:
         score = score_programs(task, [program], pool, limits)[0]
+        if HOLD_CAMERA and held is not None:  # as serving judges a fitted part (fit_candidate)
+            seen = score_programs(task, [program], pool, limits, near=held)[0]
+            score = max(score, seen, key=lambda s: s.image_match or 0.0)
     return program, score, fit
 
 

@@ -26,15 +26,19 @@ fit). Two parts alike in outline, a tray and a box, a plate and a leaning plate 
 differ there. Such a viewpoint scores (1 - SHADING) * (0.6 * IoU + 0.4 * F1) + SHADING * R².
 From the best coarse viewpoints a finer search moves the camera (and changes its lens: LENSES,
 or orthographic) while the match improves, and the score is the best viewpoint's (it passes at
-PASS). A picture of the rig (four panels in a 2x2 grid, as previews and image tasks
-draw it) is compared panel by panel with the candidate's rig instead: the collage as a whole
-looks like no one view. The picture is part of what was asked: a sound part that fails the
-check is NOT AS ASKED, never VALID (rerank.with_image_match), and best-of-N ranks candidates by
-the score.
+PASS). A fit to the picture (fit.py) asks for its trials' matches from near the camera its
+best part so far was seen from (`Target.seen_from`, HELD_STEPS): one photograph is taken from
+one place, a part one parameter away from it is seen from about the same place, and a short
+search there costs a fraction of a search from anywhere. A picture of the rig (four panels in
+a 2x2 grid, as previews and image tasks draw it) is compared panel by panel with the
+candidate's rig instead: the collage as a whole looks like no one view. The picture is part
+of what was asked: a sound part that fails the check is NOT AS ASKED, never VALID
+(rerank.with_image_match), and best-of-N ranks candidates by the score.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -46,6 +50,8 @@ PASS = 0.75  # score at which the check passes (bench/image_match.py: right and 
 REFINE_FROM = 2  # the best coarse viewpoints a finer search starts from
 REFINE_STEPS = (12.0, 6.0, 3.0)  # degrees of the finer search's moves
 LENSES = (25.0, 35.0, 50.0)  # fields of view (degrees) the finer search tries: tele to wide
+HELD_STEPS = (6.0, 3.0)  # degrees of the moves round a camera held by a fit (Target.seen_from)
+HELD_WITHIN = 12.0  # degrees the camera may move from where the fit held it
 BACKGROUND_DISTANCE = 40.0  # colour distance (0-441) beyond which a pixel is the part, at most
 BACKGROUND_MIN = 12.0  # ... and at least (a flat, clean background)
 BACKGROUND_MARGIN = 10.0  # added to three times the border's own noise
@@ -269,6 +275,16 @@ class Target:
         self.panels = _rig_panels(pixels)
         # A drawing shows no see-through holes: candidates' silhouettes are filled likewise.
         self.drawing = is_drawing(mask)
+        self.held: Pose | None = None  # the camera a fit holds (seen_from), None: any
+
+    def seen_from(self, pose: Sequence[float] | None) -> Target:
+        """The same picture, with candidates scored from near one camera (a pose from an
+        earlier score's detail: azimuth, elevation, lens) instead of from anywhere; a fit
+        asks this of each round, from the camera its best part so far was seen from. None:
+        from anywhere."""
+        held = copy.copy(self)
+        held.held = None if pose is None else (float(pose[0]), float(pose[1]), float(pose[2]))
+        return held
 
     @property
     def readable(self) -> bool:
@@ -341,6 +357,8 @@ def image_match(target: Target, parts: Sequence[Any]) -> tuple[float, dict[str, 
     scene = Scene(parts)
     if target.panels is not None and all(p is not None for p in target.panels):
         best = _rig_reading(scene, target, target.panels)
+    elif target.held is not None:
+        best = _held_view(scene, target, target.held)
     else:
         best = _best_view(scene, target)
     score = float(max(0.0, best.pop("score")))
@@ -360,8 +378,38 @@ def _best_view(scene: Any, target: Target) -> dict[str, Any]:
         if start["score"] >= 0:
             found = _refine(scene, target, start, seen)
             best = found if found["score"] > best["score"] else best
-    best.pop("pose")
-    return best
+    return _posed(best)
+
+
+def _held_view(scene: Any, target: Target, held: Pose) -> dict[str, Any]:
+    """The best viewpoint near a held camera: a pattern search from it (its lens kept), each
+    move at most HELD_WITHIN degrees from where it was held."""
+    from exporters.render import View
+
+    def score(pose: Pose) -> dict[str, Any]:
+        view = View.orbit(pose[0], pose[1], pose[2] > 0, pose[2] or LENSES[1])
+        return _view_score(scene, target, view)
+
+    best = score(held)
+    for step in HELD_STEPS:
+        moved = True
+        while moved:
+            moved = False
+            azimuth, elevation, lens = best["pose"]
+            for a, e in ((azimuth + step, elevation), (azimuth - step, elevation),
+                         (azimuth, elevation + step), (azimuth, elevation - step)):  # fmt: skip
+                turned = (a - held[0] + 180.0) % 360.0 - 180.0  # azimuths wrap at +-180
+                if max(abs(turned), abs(e - held[1])) > HELD_WITHIN + 1e-6:
+                    continue
+                tried = score((round(a, 2), round(float(np.clip(e, -89.0, 89.0)), 2), lens))
+                if tried["score"] > best["score"] + 1e-4:
+                    best, moved = tried, True
+    return _posed(best)
+
+
+def _posed(best: dict[str, Any]) -> dict[str, Any]:
+    """A viewpoint's score with its pose as a list (the detail a fit holds the camera at)."""
+    return {**best, "pose": [round(float(v), 2) for v in best["pose"]]}
 
 
 def _view_score(scene: Any, target: Target, view: Any) -> dict[str, Any]:

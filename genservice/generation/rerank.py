@@ -76,10 +76,10 @@ def rerank(
     the request its session stands on, see tasks.standing_request).
     `preview_size`: also draw each CAD or scene candidate that built geometry, one iso view of
     that many pixels (`Scored.preview`), from the same tessellation the checks measured.
-    `picture`: the request's picture (PIL); each CAD or scene candidate gains the
-    `image_match` check (image_match.py; a sound part unlike the picture is NOT AS ASKED, see
-    `with_image_match`), and among candidates alike in validity the closer match ranks first:
-    for a request from a picture, looking like it is the point.
+    `picture`: the request's picture (PIL, or an image_match.Target read from it); each CAD or
+    scene candidate gains the `image_match` check (image_match.py; a sound part unlike the
+    picture is NOT AS ASKED, see `with_image_match`), and among candidates alike in validity
+    the closer match ranks first: for a request from a picture, looking like it is the point.
     """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
@@ -124,7 +124,7 @@ def rerank(
     if picture is not None and domain != "code":
         from genservice.generation.image_match import Target
 
-        target = Target(picture)
+        target = picture if isinstance(picture, Target) else Target(picture)
 
     unique = list(dict.fromkeys(candidates))
     reports: dict[str, Report] = {}
@@ -196,6 +196,14 @@ def with_image_match(report: Report, target: Any, payload: dict[str, Any]) -> Re
         error=ErrorInfo("check_failed", message),
         metrics=MappingProxyType({**report.metrics, "valid_but_for_the_picture": True}),
     )
+
+
+def match_pose(report: Report) -> tuple[float, ...] | None:
+    """The camera (azimuth, elevation, lens) a Report's part matched its picture from; None
+    without one (no picture, a rig picture: four cameras)."""
+    check = report.checks.get("image_match")
+    pose = check.detail.get("pose") if check is not None else None
+    return tuple(float(v) for v in pose) if pose else None
 
 
 def valid_but_the_picture(report: Report) -> bool:

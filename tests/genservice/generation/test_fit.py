@@ -51,7 +51,7 @@ def _toward_width(goal: float, broken_above: float = 1e9):
     past `broken_above` a part fails its checks."""
     seen: list[str] = []
 
-    def validate(programs: list[str]) -> list[Trial]:
+    def validate(programs: list[str], near: object = None) -> list[Trial]:
         seen.extend(programs)
         trials = []
         for program in programs:
@@ -75,6 +75,31 @@ def test_the_fit_moves_toward_the_picture_and_only_through_valid_parts():
     validate, _ = _toward_width(40.0, broken_above=21.0)
     fit = fit_to_picture(Trial(start, True, 0.5), "make this", validate, rounds=3)
     assert _value(fit.program, "width") <= 21.0, "a part that fails its checks is never kept"
+
+
+def test_each_round_sees_its_trials_from_the_camera_the_best_part_was_seen_from(monkeypatch):
+    """One photograph, one camera: a round's trials are scored from near the pose its best
+    part so far matched from (the start's, then each winner's), not from anywhere."""
+    from genservice.generation import fit as fitting
+
+    asked: list[object] = []
+    toward, _ = _toward_width(40.0)
+
+    def validate(programs: list[str], near: object = None) -> list[Trial]:
+        asked.append(near)
+        # Each part is seen from a camera of its own (here: from its width).
+        seen = [(t, (_value(t.program, "width") + 100, 30.0, 35.0)) for t in toward(programs)]
+        return [Trial(t.program, t.valid, t.match, pose=pose) for t, pose in seen]
+
+    start = Trial(PLATE.format(width=20.0), True, 0.5, pose=(40.0, 30.0, 35.0))
+    fit = fit_to_picture(start, "make this", validate, rounds=2)
+    assert fit.improved and asked[0] == (40.0, 30.0, 35.0)
+    assert fit.scored is not None and fit.scored.pose is not None
+    assert asked[-1] != asked[0]  # the next round looks from where its winner was seen
+    asked.clear()
+    monkeypatch.setattr(fitting, "HOLD_CAMERA", False)
+    fit_to_picture(start, "make this", validate, rounds=2)
+    assert asked and all(near is None for near in asked)
 
 
 def test_nothing_is_tried_for_an_invalid_start_or_a_stated_size():

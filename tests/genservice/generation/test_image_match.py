@@ -88,6 +88,27 @@ def test_a_picture_from_any_angle_finds_its_viewpoint(azimuth: float, elevation:
     assert image_match(target, DISC)[0] < PASS and image_match(target, POST)[0] < PASS
 
 
+def _holed_plate(x: float, y: float, z: float) -> list[PartMesh]:
+    return _parts(trimesh.creation.box((x, y, z)).difference(trimesh.creation.cylinder(5, 100)))
+
+
+def test_a_camera_held_where_the_part_was_seen_tells_a_deeper_part_apart() -> None:
+    """One photograph is taken from one place: seen from anywhere, a plate half as wide again
+    along the line of sight passes for the pictured one seen from a little higher; seen from
+    near the camera the right part was matched from (as a fit scores its trials), it does not.
+    The right part scores the same either way."""
+    picture = render(_holed_plate(60, 30, 6), [View.orbit(40, 30, True, 35)], 160)
+    target = Target(Image.fromarray(picture))
+    right, found = image_match(target, _holed_plate(60, 30, 6))
+    held = target.seen_from(found["pose"])
+    assert image_match(held, _holed_plate(60, 30, 6))[0] == right >= 0.9
+    deeper_anywhere, deeper_held = (image_match(t, _holed_plate(60, 45, 6))[0]
+                                    for t in (target, held))  # fmt: skip
+    assert deeper_held < deeper_anywhere - 0.05
+    assert right - deeper_held > 0.2
+    assert target.seen_from(None).held is None  # None: from anywhere again
+
+
 DOME = _parts(trimesh.creation.icosphere(subdivisions=4, radius=20))
 
 
