@@ -197,15 +197,19 @@ def _cad_scores(
 
 
 def picture_target(task: dict[str, Any]) -> Any | None:
-    """The image_match target of an image task's first picture (None for a text task)."""
+    """The image_match target of an image task's pictures (one, or several of one part);
+    None for a text task."""
     if not task.get("images"):
         return None
     from PIL import Image
 
-    from genservice.generation.image_match import Target
+    from genservice.generation.image_match import as_target
 
-    with Image.open(task["images"][0]) as picture:
-        return Target(picture.convert("RGB"))
+    pictures = []
+    for path in task["images"]:
+        with Image.open(path) as picture:
+            pictures.append(picture.convert("RGB"))
+    return as_target(pictures)
 
 
 def _within(measured: Any, wanted: list[float], tolerance: float = 0.05) -> bool:

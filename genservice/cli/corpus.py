@@ -124,6 +124,12 @@ def add_corpus_commands(sub: Any) -> None:
         "--share", type=float, default=0.5, help="share of CAD/scene rows drawn (default 0.5)"
     )
     images.add_argument("--per-task", type=int, default=1, help="pictures per drawn row")
+    images.add_argument(
+        "--views",
+        type=int,
+        default=1,
+        help="pictures of the part in each task, from different sides (1-4, default 1)",
+    )
     images.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     images.add_argument("--split", action="append", choices=SPLIT_CHOICES, help="keep only these")
     images.add_argument(
@@ -250,6 +256,7 @@ def _images(args: argparse.Namespace) -> int:
                 splits=args.split,
                 images_only=args.images_only,
                 progress=not args.quiet and not args.json,
+                views=args.views,
             )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc

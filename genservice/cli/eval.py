@@ -275,7 +275,7 @@ def eval_command(args: argparse.Namespace) -> int:
         return generate(task, n, seed, messages)
 
     def retrieve(task: dict[str, Any]) -> list[tuple[str, str | None]]:
-        # Asked exactly as serving retrieves (engine.retrieve_programs): the first picture.
+        # Asked exactly as serving retrieves (engine.retrieve_programs): all its pictures.
         found = loaded.gallery.nearest(picture_target(task), task["domain"], args.retrieve)
         programs = [r.entry.scaled_to(task["prompt"]) for r in found]
         bound = programs

@@ -259,9 +259,10 @@ def retrieve_programs(request: GenerationRequest, loaded: LoadedModel) -> list[A
         return []
     if request.domain not in ("cad", "scene") or loaded.gallery is None:
         return []
-    from genservice.generation.image_match import Target
+    from genservice.generation.image_match import as_target
 
-    return list(loaded.gallery.nearest(Target(request.images[0]), request.domain, request.retrieve))
+    pictures = as_target(list(request.images))  # one picture, or several of one part
+    return list(loaded.gallery.nearest(pictures, request.domain, request.retrieve))
 
 
 def rank_programs(
@@ -292,7 +293,7 @@ def rank_programs(
         limits=limits,
         progress=lambda done, total: notify("validating", done, total),
         asked=request.asked(),
-        picture=request.images[0] if request.images else None,
+        picture=list(request.images) or None,
     )
     return [
         Candidate(
@@ -479,7 +480,7 @@ def fit_best(
     a picture the next best ones of other designs too (fit.fit_starts; `design_of` gives a
     gallery part's design from its entry id); the candidates with each fitted one added, in
     rerank's order, and the record of the fit that came out first."""
-    picture = request.images[0] if request.images else None
+    picture = list(request.images) or None  # one picture, or several of one part
     ranked = [(c.program, valid_but_the_picture(c.report)) for c in candidates]
     designs = [design_of(c.retrieved_from) if design_of else None for c in candidates]
     starts = [candidates[i] for i in fit_starts(ranked, picture is not None, designs=designs)]

@@ -94,7 +94,7 @@ class Trial:
     picture: float | None = None
     extents: tuple[float, ...] = ()  # the part's x, y, z extents in mm (a size fit's trials)
     targets: Mapping[int, float] = field(default_factory=dict)  # axis: the size asked along it
-    pose: tuple[float, ...] | None = None  # the camera it matched the picture from (or None)
+    pose: Any = None  # the camera(s) it matched the picture(s) from (rerank.match_pose)
 
 
 @dataclass
@@ -425,11 +425,11 @@ def picture_validator(
     """A `validate` for fit_to_picture: `rerank` on the pool with the request's picture (seen
     from near the camera it is given) and the request's checks (spec, asked, request items,
     limits, parameters); each Trial's record is its Scored."""
-    from genservice.generation.image_match import Target
+    from genservice.generation.image_match import as_target
 
-    target = Target(picture)  # read once for the whole fit
+    target = as_target(picture)  # read once for the whole fit
 
-    def validate(programs: list[str], near: Sequence[float] | None = None) -> list[Trial]:
+    def validate(programs: list[str], near: Any = None) -> list[Trial]:
         if not programs:
             return []
         seen = target.seen_from(near)

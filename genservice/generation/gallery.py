@@ -275,7 +275,13 @@ class Gallery:
 
     def _scores(self, target: Any) -> tuple[np.ndarray, list[str]]:
         """Each entry's score against the picture at its best viewpoint (a rig picture: the
-        mean over its four panels against the entry's rig views), and that viewpoint."""
+        mean over its four panels against the entry's rig views; several pictures of one part,
+        image_match.Pictures: the mean over those that show a part), and that viewpoint (the
+        first readable picture's)."""
+        several = getattr(target, "targets", None)
+        if several is not None:
+            read = [self._scores(one) for one in several if one.readable]
+            return np.mean([scores for scores, _ in read], axis=0), read[0][1]
         names = [v.name for v in gallery_views()]
         panels = target.panels
         if panels is not None and all(p is not None for p in panels):

@@ -31,8 +31,11 @@ best part so far was seen from (`Target.seen_from`, HELD_STEPS): one photograph 
 one place, a part one parameter away from it is seen from about the same place, and a short
 search there costs a fraction of a search from anywhere. A picture of the rig (four panels in
 a 2x2 grid, as previews and image tasks draw it) is compared panel by panel with the
-candidate's rig instead: the collage as a whole looks like no one view. The picture is part
-of what was asked: a sound part that fails the check is NOT AS ASKED, never VALID
+candidate's rig instead: the collage as a whole looks like no one view. Several pictures of
+one part (a person's photographs of it from two or three sides, `Pictures`) are each matched
+from a camera of their own, and the part's score is their mean: one picture leaves a part's
+depth along its line of sight open, and another taken from elsewhere shows it. The picture is
+part of what was asked: a sound part that fails the check is NOT AS ASKED, never VALID
 (rerank.with_image_match), and best-of-N ranks candidates by the score.
 """
 
@@ -292,6 +295,41 @@ class Target:
         return self.whole is not None
 
 
+class Pictures:
+    """Several pictures of one part, each taken from a camera of its own, read once: a part
+    matches them as well as it matches each, on average (image_match)."""
+
+    def __init__(self, pictures: Sequence[Any]) -> None:
+        self.targets = [p if isinstance(p, Target) else Target(p) for p in pictures]
+        if not self.targets:
+            raise ValueError("Pictures needs at least one picture")
+
+    @property
+    def readable(self) -> bool:
+        """Whether a part could be told from the background in any of them."""
+        return any(target.readable for target in self.targets)
+
+    def seen_from(self, poses: Sequence[Any] | None) -> Pictures:
+        """The same pictures, each seen from near its own camera (a pose per picture, as a
+        score's detail gives them; None for one leaves it free); None: all from anywhere."""
+        held = copy.copy(self)
+        wanted = list(poses) if poses is not None else [None] * len(self.targets)
+        if len(wanted) != len(self.targets):
+            raise ValueError(f"{len(self.targets)} pictures, {len(wanted)} cameras")
+        held.targets = [t.seen_from(pose) for t, pose in zip(self.targets, wanted, strict=True)]
+        return held
+
+
+def as_target(picture: Any) -> Target | Pictures:
+    """What image_match compares with: a picture (PIL or array) read as a Target, several
+    (a list or tuple) as Pictures (one alone as its Target); a Target or Pictures as it is."""
+    if isinstance(picture, Target | Pictures):
+        return picture
+    if isinstance(picture, list | tuple):
+        return Target(picture[0]) if len(picture) == 1 else Pictures(picture)
+    return Target(picture)
+
+
 def _read(pixels: np.ndarray, mask: np.ndarray | None = None) -> Reading | None:
     mask = foreground(pixels) if mask is None else mask
     if np.count_nonzero(mask) < 12 or mask.mean() > 0.97:
@@ -348,10 +386,13 @@ def framed(mask: np.ndarray) -> np.ndarray:
     return cells
 
 
-def image_match(target: Target, parts: Sequence[Any]) -> tuple[float, dict[str, Any]]:
-    """The score (0-1) of the parts against the picture, and what it is made of."""
+def image_match(target: Target | Pictures, parts: Sequence[Any]) -> tuple[float, dict[str, Any]]:
+    """The score (0-1) of the parts against the picture (or the mean over several pictures of
+    one part), and what it is made of."""
     from exporters.render import Scene
 
+    if isinstance(target, Pictures):
+        return _several(target, parts)
     if not target.readable:
         return 0.0, {"reason": "no part could be told from the picture's background"}
     scene = Scene(parts)
@@ -364,6 +405,25 @@ def image_match(target: Target, parts: Sequence[Any]) -> tuple[float, dict[str, 
     score = float(max(0.0, best.pop("score")))
     detail = {k: round(v, 4) if isinstance(v, float) else v for k, v in best.items()}
     return round(score, 4), {**detail, "pass": PASS}
+
+
+def _several(pictures: Pictures, parts: Sequence[Any]) -> tuple[float, dict[str, Any]]:
+    """Several pictures of one part: each matched from its own camera, the mean of those
+    that show a part at all; each one's score, view and camera in the detail (`pose`, one
+    per picture, is what a fit holds)."""
+    read = [image_match(t, parts) if t.readable else None for t in pictures.targets]
+    scores = [found[0] for found in read if found is not None]
+    if not scores:
+        return 0.0, {"reason": "no part could be told from any picture's background", "pass": PASS}
+    details = [found[1] if found is not None else {} for found in read]
+    detail = {
+        "pictures": len(read),
+        "scores": [found[0] if found is not None else None for found in read],
+        "views": [d.get("view") for d in details],
+        "pose": [d.get("pose") for d in details],
+        "pass": PASS,
+    }
+    return round(float(np.mean(scores)), 4), detail
 
 
 def _best_view(scene: Any, target: Target) -> dict[str, Any]:

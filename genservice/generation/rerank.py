@@ -76,10 +76,11 @@ def rerank(
     the request its session stands on, see tasks.standing_request).
     `preview_size`: also draw each CAD or scene candidate that built geometry, one iso view of
     that many pixels (`Scored.preview`), from the same tessellation the checks measured.
-    `picture`: the request's picture (PIL, or an image_match.Target read from it); each CAD or
-    scene candidate gains the `image_match` check (image_match.py; a sound part unlike the
-    picture is NOT AS ASKED, see `with_image_match`), and among candidates alike in validity
-    the closer match ranks first: for a request from a picture, looking like it is the point.
+    `picture`: the request's picture (PIL), its pictures (a list: several of one part), or
+    them read (image_match.as_target); each CAD or scene candidate gains the `image_match`
+    check (image_match.py; a sound part unlike the picture is NOT AS ASKED, see
+    `with_image_match`), and among candidates alike in validity the closer match ranks first:
+    for a request from a picture, looking like it is the point.
     """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
@@ -122,9 +123,9 @@ def rerank(
         request = request_items(asked, domain)
     target = None
     if picture is not None and domain != "code":
-        from genservice.generation.image_match import Target
+        from genservice.generation.image_match import as_target
 
-        target = picture if isinstance(picture, Target) else Target(picture)
+        target = as_target(picture)
 
     unique = list(dict.fromkeys(candidates))
     reports: dict[str, Report] = {}
@@ -198,12 +199,21 @@ def with_image_match(report: Report, target: Any, payload: dict[str, Any]) -> Re
     )
 
 
-def match_pose(report: Report) -> tuple[float, ...] | None:
-    """The camera (azimuth, elevation, lens) a Report's part matched its picture from; None
-    without one (no picture, a rig picture: four cameras)."""
+def match_pose(report: Report) -> Any:
+    """The camera (azimuth, elevation, lens) a Report's part matched its picture from, or for
+    several pictures one such camera (or None) each; None without one (no picture, a rig
+    picture: four cameras). What image_match's Target.seen_from takes."""
     check = report.checks.get("image_match")
-    pose = check.detail.get("pose") if check is not None else None
-    return tuple(float(v) for v in pose) if pose else None
+    return _frozen(check.detail.get("pose")) if check is not None else None
+
+
+def _frozen(pose: Any) -> Any:
+    """A pose from a check's detail as tuples of floats (None stays None)."""
+    if pose is None:
+        return None
+    if isinstance(pose, list | tuple):
+        return tuple(_frozen(v) for v in pose)
+    return float(pose)
 
 
 def valid_but_the_picture(report: Report) -> bool:

@@ -85,6 +85,24 @@ def test_only_programs_of_parts_and_scenes_are_drawn() -> None:
     assert len(plan_images(ROWS[0], 0, 2, 1.0)) == 2
 
 
+def test_a_task_may_show_its_part_from_several_sides() -> None:
+    """With more views a task's first picture is the one it has alone, and each other one is
+    from another side (60 degrees round at least) in the same style; a rig stays alone."""
+    alone = plan_images(ROWS[0], 5, 3, 1.0)
+    several = plan_images(ROWS[0], 5, 3, 1.0, views=3)
+    assert [plan[:4] for plan in several] == [plan[:4] for plan in alone]
+    for path, look, _, _, more in several:
+        if look.views == "rig":
+            assert more == ()
+            continue
+        assert len(more) == 2 and len({path, *(other for other, _ in more)}) == 3
+        for _, other in more:
+            turn = abs((other.azimuth - look.azimuth + 180) % 360 - 180)
+            assert turn >= 59.9 and 12 <= other.elevation <= 65
+            assert (other.style, other.color, other.background) == (look.style, look.color,
+                                                                    look.background)  # fmt: skip
+
+
 def test_an_image_corpus_is_deterministic_cached_and_audited(tmp_path: Path, pool) -> None:
     source = _write_source(tmp_path)
     out = tmp_path / "out" / "images.jsonl"
@@ -113,6 +131,12 @@ def test_an_image_corpus_is_deterministic_cached_and_audited(tmp_path: Path, poo
         "plate-1-image-0", "plate-1-image-1",
     ]  # fmt: skip
     assert {name: (out.parent / name).read_bytes() for name in pictures} == pictures
+    write_image_corpus(source, out, 3, 2, 1.0, pool, 1, progress=False, images_only=True, views=2)
+    two = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["images"][0] for r in two] == list(pictures)  # the same first pictures
+    for row in two:
+        assert len(row["images"]) == (1 if row["look"]["views"] == "rig" else 2)
+        assert image_problems(row, out.parent) == []
 
 
 def test_the_audit_names_a_missing_or_broken_picture(tmp_path: Path) -> None:

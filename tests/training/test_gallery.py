@@ -18,7 +18,7 @@ from genservice.generation.gallery import (
     gallery_views,
     size_factor,
 )
-from genservice.generation.image_match import Target
+from genservice.generation.image_match import Pictures, Target
 from training.corpus.images import draw_look, picture
 from training.gallery import build_gallery
 
@@ -74,6 +74,14 @@ def test_a_gallery_finds_the_pictured_part_and_never_holds_a_test_row(tmp_path: 
         found = loaded.nearest(target, "cad", k=2)
         assert found[0].entry.family == name, (name, found)
         assert found[0].score > found[1].score
+        # Two photographs of the part: each entry scored against both, on average.
+        other = Target(picture(parts, draw_look(rng)))
+        both = loaded.nearest(Pictures([target, other]), "cad", k=2)
+        assert both[0].entry.family == name, (name, both)
+        alone = {r.entry.id: r.score for r in loaded.nearest(other, "cad", k=len(PROGRAMS))}
+        first = {r.entry.id: r.score for r in loaded.nearest(target, "cad", k=len(PROGRAMS))}
+        assert both[0].score == pytest.approx((first[both[0].entry.id] +
+                                               alone[both[0].entry.id]) / 2, abs=1e-3)  # fmt: skip
     assert loaded.nearest(target, "scene", k=2) == []  # another domain has no entries here
 
 

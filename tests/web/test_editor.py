@@ -317,3 +317,36 @@ def test_a_picture_is_uploaded_shown_and_comes_back_as_the_part_it_shows(
         assert p.locator(".gallery li").first.get_by_text("fitted from #").is_visible()
     p.get_by_role("button", name="Remove picture").click()
     assert shown.is_hidden()
+
+
+def test_several_pictures_of_a_part_are_shown_and_sent_together(
+    page: tuple[Any, list[str]], editor: Service, tmp_path: Path
+) -> None:
+    """Photographs of one part from two sides: chosen together, or one chosen and another
+    dropped in, both are shown and both go with the request; removing them clears both."""
+    from PIL import Image
+
+    p, _ = page
+    p.goto(editor.url)
+    front, side = tmp_path / "front.png", tmp_path / "side.png"
+    Image.new("RGB", (64, 48), (200, 90, 40)).save(front)
+    Image.new("RGB", (48, 64), (40, 90, 200)).save(side)
+    p.get_by_label("Reference image").set_input_files([str(front), str(side)])
+    shown = p.locator("img.input-picture")
+    shown.nth(1).wait_for(state="visible")
+    assert shown.count() == 2
+    assert p.get_by_role("button", name="Remove pictures").is_visible()
+    sent: list[dict[str, Any]] = []
+
+    def refuse(route: Any) -> None:  # only what the page sends is under test here
+        sent.append(json.loads(route.request.post_data or "{}"))
+        route.fulfill(status=422, content_type="application/json",
+                      body=json.dumps({"detail": "refused in this test"}))  # fmt: skip
+
+    p.route("**/v1/generations", refuse)
+    p.get_by_label("Prompt").fill("make this, 60 mm wide")
+    p.get_by_role("button", name="Generate").click()
+    p.wait_for_function("document.querySelector('#job-status').textContent.includes('refused')")
+    assert len(sent) == 1 and len(sent[0]["images"]) == 2, "both pictures go with the request"
+    p.get_by_role("button", name="Remove pictures").click()
+    assert shown.count() == 0

@@ -14,6 +14,12 @@ JSONL file), `look` (how the picture was taken), `reference`, params, `source_pr
 spec. A picture has no scale, so the spec keeps the source's sizes (`bbox_mm`, `volume_mm3`)
 only when the words give the size; counts (solids, holes) always. `image: true` marks it.
 
+With `views` above one, each image task shows its part in that many pictures, as a person
+photographs a part from two or three sides: the first as ever (so a set's first pictures are
+the same with or without more views), each other one from another side (at least 60 degrees
+round from the first, any height above the horizon) in the first's style, colours, light and
+size. A rig picture stays alone: it shows four views already.
+
 Pictures are cached by content: the file name is the digest of the reference, its parameters
 and the look, so a rebuild with the same seed renders nothing twice. Same seed, same rows and
 the same PNG bytes.
@@ -26,15 +32,16 @@ import json
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from training.corpus.base import read_task_rows
 
 CHUNK = 32  # references run and drawn together
+MAX_VIEWS = 4  # pictures of one part a task may show (as a request may carry)
 IMAGE_DIR = "images"  # beside the JSONL file
 STYLES = {"shaded": 0.5, "lines": 0.18, "normals": 0.14, "silhouette": 0.08, "depth": 0.1}
 PART_COLOURS = [
@@ -116,6 +123,19 @@ def draw_look(rng: random.Random) -> Look:
         background=rng.choice(BACKGROUNDS) if style != "lines" else (255, 255, 255),
         light=(round(light[0], 3), round(light[1], 3), light[2]),
     )
+
+
+def other_sides(first: Look, rng: random.Random, count: int) -> list[Look]:
+    """`count` more looks at the part from other sides than `first`, in its style (none for
+    a rig picture)."""
+    if first.views == "rig":
+        return []
+    looks = []
+    for _ in range(count):
+        azimuth = (first.azimuth + rng.uniform(60, 300)) % 360
+        looks.append(replace(first, views="orbit", azimuth=round(azimuth, 1),
+                             elevation=round(rng.uniform(12, 65), 1)))  # fmt: skip
+    return looks
 
 
 def picture(parts: Any, look: Look) -> Any:
@@ -202,17 +222,25 @@ class ImageStats:
 
 
 def image_row(
-    row: dict[str, Any], k: int, path: str, look: Look, words: str, sized: str
+    row: dict[str, Any],
+    k: int,
+    path: str,
+    look: Look,
+    words: str,
+    sized: str,
+    more: Sequence[tuple[str, Look]] = (),
 ) -> dict[str, Any]:
-    """The image task made from `row` (see the module docstring)."""
+    """The image task made from `row` (see the module docstring); `more`: its other pictures
+    of the part (path, look), after the first."""
     return {
         "id": f"{row['id']}-image-{k}",
         "domain": row["domain"],
         "family": row["family"],
         "split": row["split"],
         "prompt": words,
-        "images": [path],
+        "images": [path, *(other for other, _ in more)],
         "look": asdict(look),
+        **({"more_looks": [asdict(other) for _, other in more]} if more else {}),
         "sized": sized,
         "reference": row["reference"],
         "params": row.get("params") or {},
@@ -222,21 +250,29 @@ def image_row(
     }
 
 
-Plan = tuple[str, Look, str, str]  # picture path, look, words, how much size the words give
+# picture path, look, words, how much size the words give, the task's other pictures (path, look)
+Plan = tuple[str, Look, str, str, tuple[tuple[str, Look], ...]]
 
 
-def plan_images(row: dict[str, Any], seed: int | str, per_task: int, share: float) -> list[Plan]:
-    """The pictures to draw of a row (none when it is not drawable or not drawn)."""
+def plan_images(
+    row: dict[str, Any], seed: int | str, per_task: int, share: float, views: int = 1
+) -> list[Plan]:
+    """The pictures to draw of a row (none when it is not drawable or not drawn), `views`
+    pictures of the part a task."""
     if not drawable(row):
         return []
     rng = random.Random(f"{seed}:image:{row['id']}")
     if rng.random() >= share:
         return []
     plans = []
-    for _ in range(per_task):
+    for k in range(per_task):
         look = draw_look(rng)
         words, sized = image_words(row, rng)
-        plans.append((picture_name(row, look), look, words, sized))
+        # A generator of its own, so that the first pictures are the same whatever `views` is.
+        sides = random.Random(f"{seed}:views:{row['id']}:{k}")
+        more = tuple((picture_name(row, other), other)
+                     for other in other_sides(look, sides, views - 1))  # fmt: skip
+        plans.append((picture_name(row, look), look, words, sized, more))
     return plans
 
 
@@ -251,18 +287,21 @@ def image_tasks(
     limits: Any = None,
     stats: ImageStats | None = None,
     progress: Callable[[int], None] | None = None,
+    views: int = 1,
 ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """Each row with its image rows (`share` of the drawable rows get `per_task` pictures,
-    drawn into `folder`, the JSONL file's folder), in order; `progress(k)` after each chunk
-    with the k rows of it that were drawn."""
+    """Each row with its image rows (`share` of the drawable rows get `per_task` tasks of
+    `views` pictures each, drawn into `folder`, the JSONL file's folder), in order;
+    `progress(k)` after each chunk with the k rows of it that were drawn."""
     if not 0 <= share <= 1:
         raise ValueError(f"the share of rows drawn must be in [0, 1], got {share}")
     if per_task < 1:
         raise ValueError(f"pictures per task must be at least 1, got {per_task}")
+    if not 1 <= views <= MAX_VIEWS:
+        raise ValueError(f"views of a part must be 1 to {MAX_VIEWS}, got {views}")
     stats = stats if stats is not None else ImageStats()
     chunk: list[tuple[dict[str, Any], list[Plan]]] = []
     for row in rows:
-        chunk.append((row, plan_images(row, seed, per_task, share)))
+        chunk.append((row, plan_images(row, seed, per_task, share, views)))
         if sum(1 for _, plans in chunk if plans) >= CHUNK:
             yield from _draw_chunk(chunk, folder, pool, workers, limits, stats, progress)
             chunk = []
@@ -282,9 +321,11 @@ def _draw_chunk(
     def draw(item: tuple[dict[str, Any], list[Plan]]) -> tuple[int, str]:
         """Draw the row's missing pictures: how many were cached, and why it failed ("" if not)."""
         row, plans = item
-        missing = [(path, look) for path, look, _, _ in plans if not (folder / path).is_file()]
+        drawn = [(path, look) for path, look, _, _, more in plans for path, look in
+                 ((path, look), *more)]  # fmt: skip
+        missing = [(path, look) for path, look in drawn if not (folder / path).is_file()]
         if not missing:
-            return len(plans), ""
+            return len(drawn), ""
         from exporters.export import ExportError, script_parts
         from exporters.render import RenderError, png_bytes
 
@@ -300,7 +341,7 @@ def _draw_chunk(
             return 0, f"{row['id']}: {exc}"
         except Exception as exc:  # one row's surprise never ends a long pass: it is reported
             return 0, f"{row['id']}: {type(exc).__name__}: {exc}"
-        return len(plans) - len(missing), ""
+        return len(drawn) - len(missing), ""
 
     todo = [item for item in chunk if item[1]]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
@@ -315,10 +356,10 @@ def _draw_chunk(
                 stats.failed += 1
                 stats.failures.append(failure)
             else:
-                for k, (path, look, words, sized) in enumerate(plans):
+                for k, (path, look, words, sized, more) in enumerate(plans):
                     stats.written[look.style] += 1
                     stats.words[sized] += 1
-                    images.append(image_row(row, k, path, look, words, sized))
+                    images.append(image_row(row, k, path, look, words, sized, more))
         yield row, images
     if progress is not None and todo:
         progress(len(todo))
@@ -346,6 +387,7 @@ def write_image_corpus(
     splits: list[str] | None = None,
     images_only: bool = False,
     progress: bool = True,
+    views: int = 1,
 ) -> ImageSummary:
     """Read a task JSONL, write it again with image tasks after the rows they were drawn from
     (only the image tasks with `images_only`), pictures under output's folder; atomic."""
@@ -361,7 +403,17 @@ def write_image_corpus(
     try:
         with partial.open("w", encoding="utf-8") as out:
             for row, images in image_tasks(
-                rows, output.parent, seed, per_task, share, pool, workers, limits, stats, advance
+                rows,
+                output.parent,
+                seed,
+                per_task,
+                share,
+                pool,
+                workers,
+                limits,
+                stats,
+                advance,
+                views,
             ):
                 for kept in ([] if images_only else [row]) + images:
                     out.write(json.dumps(kept, ensure_ascii=False) + "\n")

@@ -202,6 +202,28 @@ def test_a_part_from_a_picture_is_fitted_to_it(monkeypatch, llava, pool):
         GenerationRequest("x", fit=99)
 
 
+def test_a_second_picture_shows_what_one_edge_on_leaves_open(monkeypatch, llava, pool):
+    """Seen edge-on, how wide a plate is along the line of sight is anyone's guess: a plate
+    12 mm wide matches a picture of one 30 mm wide. A second picture of the part from another
+    side shows it, and the fit follows it."""
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import View, render
+
+    parts, _ = script_parts(PLATE.format(width=30.0), pool, domain="cad")
+    edge = Image.fromarray(render(parts, ["front"], size=96))
+    side = Image.fromarray(render(parts, [View.orbit(130, 40, True, 35)], size=96))
+    monkeypatch.setattr(engine, "sample", _scripted([PLATE.format(width=12.0)], {}))
+    alone = generate(GenerationRequest("make this", images=(edge,), n=1, fit=2), llava, pool)
+    assert alone.valid and "width = 12.0" in alone.program  # nothing in it says otherwise
+    both = generate(GenerationRequest("make this", images=(edge, side), n=1, fit=2), llava, pool)
+    check = both.report.checks["image_match"]
+    assert check.detail["pictures"] == 2 and len(check.detail["scores"]) == 2
+    assert both.fit is not None and both.fit["improved"], both.fit
+    assert 20.0 <= both.fit["changed"]["width"][1] <= 45.0, both.fit["changed"]
+
+
 def test_a_picture_request_gets_the_gallery_parts_that_look_like_it(
     monkeypatch, llava, pool, tmp_path
 ):

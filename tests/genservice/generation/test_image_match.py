@@ -9,7 +9,14 @@ from PIL import Image
 
 from exporters.parts import PartMesh
 from exporters.render import Scene, View, render, shade
-from genservice.generation.image_match import PASS, Target, foreground, image_match
+from genservice.generation.image_match import (
+    PASS,
+    Pictures,
+    Target,
+    as_target,
+    foreground,
+    image_match,
+)
 from genservice.generation.rerank import match_score, rerank, valid_but_the_picture
 from validators.cad.request import missed_only_the_request, what_is_off
 
@@ -107,6 +114,26 @@ def test_a_camera_held_where_the_part_was_seen_tells_a_deeper_part_apart() -> No
     assert deeper_held < deeper_anywhere - 0.05
     assert right - deeper_held > 0.2
     assert target.seen_from(None).held is None  # None: from anywhere again
+
+
+def test_a_second_picture_shows_the_depth_an_edge_on_one_leaves_open() -> None:
+    """Edge-on, a plate of any width along the line of sight matches; with a second picture
+    of the part from another side (each matched from its own camera), only the right one
+    matches both, and the detail says how each picture was matched."""
+    right = _holed_plate(60, 30, 6)
+    edge = Image.fromarray(render(right, [View.orbit(0, 0, True, 35)], 160))
+    side = Image.fromarray(render(right, [View.orbit(130, 40, True, 35)], 160))
+    one, both = as_target([edge]), as_target([edge, side])
+    assert isinstance(one, Target) and isinstance(both, Pictures)
+    deeper = _holed_plate(60, 60, 6)
+    assert image_match(one, deeper)[0] == pytest.approx(image_match(one, right)[0], abs=0.01)
+    score, detail = image_match(both, right)
+    assert score >= 0.9 and detail["pictures"] == 2 and len(detail["pose"]) == 2
+    assert score - image_match(both, deeper)[0] > 0.1
+    held = both.seen_from(detail["pose"])  # a fit holds each picture's camera
+    assert image_match(held, right)[0] == pytest.approx(score, abs=0.01)
+    with pytest.raises(ValueError, match="2 pictures, 1 cameras"):
+        both.seen_from([detail["pose"][0]])
 
 
 DOME = _parts(trimesh.creation.icosphere(subdivisions=4, radius=20))

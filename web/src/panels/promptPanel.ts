@@ -1,6 +1,7 @@
 /**
- * The Prompt panel: domain, prompt, optional picture (chosen, pasted or dropped, and shown
- * beside the results), number of candidates and
+ * The Prompt panel: domain, prompt, optional pictures of the part (one, or up to four taken
+ * from different sides; chosen, pasted or dropped, and shown beside the results), number of
+ * candidates and
  * Generate; an instruction and Refine for the current version; the job's live progress; and
  * the gallery of candidates with their rewards (and the repair round that wrote each), each of
  * which can be opened; what each repair round fed back and what came of it.
@@ -9,6 +10,8 @@ import type { Candidate, Domain, Job, RepairRound } from "../api/types";
 import type { Editor } from "../editor";
 import { clear, h } from "../lib/dom";
 import { fitLine, formatReward, jobStatusText, repairLines, toBase64 } from "../lib/format";
+
+const MAX_PICTURES = 4; // pictures a request may carry (the service's max_images)
 
 export class PromptPanel {
   readonly element: HTMLElement;
@@ -26,11 +29,11 @@ export class PromptPanel {
     placeholder: "a 60 mm flange with six M5 bolt holes, 8 mm thick",
   });
   private readonly count = h("input", { type: "number", "aria-label": "Candidates", id: "candidates", min: 1, max: 16, value: 4 });
-  private readonly image = h("input", { type: "file", "aria-label": "Reference image", id: "reference-image", accept: "image/png,image/jpeg" });
-  private readonly inputPicture = h("img", { className: "input-picture", alt: "Input picture", hidden: true });
+  private readonly image = h("input", { type: "file", "aria-label": "Reference image", id: "reference-image", accept: "image/png,image/jpeg", multiple: true });
+  private readonly inputPictures = h("div", { className: "input-pictures" });
   private readonly dropPicture = h("button", { type: "button", hidden: true, title: "Generate from words only" }, "Remove picture");
-  private picked: Blob | null = null; // the picture to send: chosen, pasted or dropped
-  private pictureUrl = "";
+  private picked: Blob[] = []; // the pictures to send: chosen, pasted or dropped
+  private pictureUrls: string[] = [];
   private readonly tests = h("textarea", { "aria-label": "Test suite", rows: 4, placeholder: "def check(candidate):\n    assert candidate(2) == 4" });
   private readonly entryPoint = h("input", { type: "text", "aria-label": "Entry point", placeholder: "function name" });
   private readonly codeFields = h("div", { className: "code-fields", hidden: true });
@@ -55,7 +58,7 @@ export class PromptPanel {
       h("label", {}, "Domain ", this.domain),
       h("label", { className: "stack" }, "Prompt", this.prompt),
       h("label", {}, "Reference image ", this.image),
-      h("div", { className: "picture-row" }, this.inputPicture, this.dropPicture),
+      h("div", { className: "picture-row" }, this.inputPictures, this.dropPicture),
       this.codeFields,
       h("div", { className: "row" }, h("label", {}, "Candidates ", this.count), this.generateButton),
     );
@@ -69,25 +72,26 @@ export class PromptPanel {
       void this.refine();
     });
     this.domain.addEventListener("change", () => this.domainChanged());
-    this.image.addEventListener("change", () => this.pick(this.image.files?.[0] ?? null));
+    this.image.addEventListener("change", () => this.pick([...(this.image.files ?? [])]));
     this.dropPicture.addEventListener("click", () => {
       this.image.value = "";
-      this.pick(null);
+      this.pick([]);
     });
-    // A picture can also be pasted (a screenshot) or dropped anywhere on the panel.
+    // Pictures can also be pasted (a screenshot) or dropped anywhere on the panel: each one
+    // joins those already there (another side of the same part).
     generate.addEventListener("paste", (e) => {
-      const file = [...(e.clipboardData?.files ?? [])].find((f) => f.type.startsWith("image/"));
-      if (file) {
+      const files = [...(e.clipboardData?.files ?? [])].filter((f) => f.type.startsWith("image/"));
+      if (files.length) {
         e.preventDefault();
-        this.pick(file);
+        this.pick([...this.picked, ...files]);
       }
     });
     generate.addEventListener("dragover", (e) => e.preventDefault());
     generate.addEventListener("drop", (e) => {
-      const file = [...(e.dataTransfer?.files ?? [])].find((f) => f.type.startsWith("image/"));
-      if (file) {
+      const files = [...(e.dataTransfer?.files ?? [])].filter((f) => f.type.startsWith("image/"));
+      if (files.length) {
         e.preventDefault();
-        this.pick(file);
+        this.pick([...this.picked, ...files]);
       }
     });
     this.element = h(
@@ -122,19 +126,25 @@ export class PromptPanel {
     this.codeFields.hidden = domain !== "code";
   }
 
-  /** Use this picture with the next request (null: words only), and show it. */
-  pick(picture: Blob | null): void {
-    if (this.pictureUrl) URL.revokeObjectURL(this.pictureUrl);
-    this.picked = picture;
-    this.pictureUrl = picture ? URL.createObjectURL(picture) : "";
-    this.inputPicture.src = this.pictureUrl;
-    this.inputPicture.hidden = !picture;
-    this.dropPicture.hidden = !picture;
+  /** Use these pictures of the part with the next request (none: words only; the first
+   * MAX_PICTURES), and show them. */
+  pick(pictures: Blob[]): void {
+    for (const url of this.pictureUrls.splice(0)) URL.revokeObjectURL(url);
+    this.picked = pictures.slice(0, MAX_PICTURES);
+    this.pictureUrls = this.picked.map((picture) => URL.createObjectURL(picture));
+    clear(this.inputPictures);
+    this.inputPictures.append(
+      ...this.pictureUrls.map((url, i) =>
+        h("img", { className: "input-picture", src: url, alt: i ? `Input picture ${i + 1}` : "Input picture" }),
+      ),
+    );
+    this.dropPicture.hidden = !this.picked.length;
+    this.dropPicture.textContent = this.picked.length > 1 ? "Remove pictures" : "Remove picture";
   }
 
   async generate(): Promise<void> {
     const images: string[] = [];
-    if (this.picked) images.push(toBase64(new Uint8Array(await this.picked.arrayBuffer())));
+    for (const picture of this.picked) images.push(toBase64(new Uint8Array(await picture.arrayBuffer())));
     this.setBusy();
     await this.editor.generate({
       domain: this.domain.value as Domain,
