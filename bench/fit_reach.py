@@ -34,7 +34,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
 from tqdm import tqdm
 
 from bench.image_pick import build, iou_to, read_picture
@@ -72,7 +71,8 @@ def starts(task: dict[str, Any], gallery: Any, k: int, pool: Any, threads: Any) 
     look-alike fails to build."""
     from genservice.generation.rerank import rerank
 
-    near = gallery.nearest(read_picture(task), task["domain"], k)
+    picture = read_picture(task)  # read once: every start is fitted to the same pictures
+    near = gallery.nearest(picture, task["domain"], k)
     programs = [task["reference"]] + [r.entry.scaled_to(task["prompt"]) for r in near]
     built = list(threads.map(build, programs, [task["domain"]] * len(programs),
                              [pool] * len(programs)))  # fmt: skip
@@ -81,8 +81,6 @@ def starts(task: dict[str, Any], gallery: Any, k: int, pool: Any, threads: Any) 
     reference = built[0][1]
     ious = {program: iou_to(made[1], reference, task)
             for made, program in zip(built[1:], programs[1:], strict=True) if made}  # fmt: skip
-    with Image.open(task["images"][0]) as opened:
-        picture = opened.convert("RGB")
     ranked = rerank(list(ious), task["domain"], pool, picture=picture,
                     asked=(task["prompt"], None))  # fmt: skip
     oracle = next(s for s in ranked if s.program == max(ious, key=lambda p: ious[p]))

@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
 from tqdm import tqdm
 
 RESULTS = Path(__file__).parent / "results" / "image_pick.json"
@@ -99,11 +98,11 @@ def pick(task: dict[str, Any], found: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def read_picture(task: dict[str, Any]) -> Any:
-    """The image_match Target of a task's first picture."""
-    from genservice.generation.image_match import Target
+    """The image_match target of a task's pictures (one, or several of one part), as serving
+    reads a request's."""
+    from training.evaluate import picture_target
 
-    with Image.open(task["images"][0]) as picture:
-        return Target(picture.convert("RGB"))
+    return picture_target(task)
 
 
 def collect(tasks: list[dict[str, Any]], gallery: Any, k: int, workers: int) -> list[Any]:
