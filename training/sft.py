@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genservice.generation.gallery import carry_gallery
+from genservice.generation.pictures import read_by_model
 from genservice.generation.prompts import DOMAINS, build_messages, repair_messages_of
 from genservice.generation.retrieval import INDEX_DIR, ExampleIndex, request_messages
 from training.sft_config import SFTConfig
@@ -107,7 +108,8 @@ def task_messages(row: dict, loaded: Any | None = None) -> list[dict[str, Any]]:
     if row.get("repair"):
         return repair_messages_of(row)
     if row.get("images"):  # a picture carries no retrieved example, when serving either
-        return build_messages(row["domain"], row["prompt"], images=len(row["images"]))
+        shown = read_by_model(row["images"])  # the pictures serving shows the model
+        return build_messages(row["domain"], row["prompt"], images=len(shown))
     if loaded is None:
         return build_messages(
             row["domain"], row["prompt"], row.get("previous_program"), row.get("instruction")
@@ -153,7 +155,7 @@ def encode_task(
     `slots` = (image token, positions per picture) of a vision-language model: an image
     task's prompt holds that many image tokens per picture, as the processor lays them out.
     """
-    images = list(row.get("images") or [])
+    images = read_by_model(row.get("images") or [])  # as serving shows the model a request's
     if images and slots is None:
         raise SetupError(
             f"task {row.get('id', '?')} has pictures but the model reads text only: set "

@@ -12,6 +12,7 @@ from genservice.cli.common import UsageError, cli_device, sandbox_limits
 from genservice.generation.engine import MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT, MAX_FIT_STARTS
 from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, gallery_candidates
+from genservice.generation.pictures import read_by_model
 
 # Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
 # only, so no test task is ever a training task whatever seed the training corpus used.
@@ -247,7 +248,7 @@ def eval_command(args: argparse.Namespace) -> int:
     def generate(task: dict[str, Any], n: int, seed: int, messages: Any = None) -> list[str]:
         # An edit task (previous program + instruction) is asked exactly as Refine asks it; an
         # image task with its pictures, as an upload is.
-        pictures = task.get("images") or []
+        pictures = read_by_model(task.get("images") or [])  # as serving shows the model
         messages = messages or task_messages(task, loaded)
         completions = sample(
             loaded,
@@ -270,7 +271,8 @@ def eval_command(args: argparse.Namespace) -> int:
         # Asked exactly as a serving repair round asks (engine.repair_messages).
         messages = build_repair_messages(
             task["domain"], task.get("instruction") or task["prompt"], program,
-            error["kind"], error["message"], error["line"], images=len(task.get("images") or []),
+            error["kind"], error["message"], error["line"],
+            images=len(read_by_model(task.get("images") or [])),
         )  # fmt: skip
         return generate(task, n, seed, messages)
 

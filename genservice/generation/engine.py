@@ -17,6 +17,7 @@ from genservice.generation.entry_point import EntryPoint, check_entry_point
 from genservice.generation.fit import MAX_FIT, Fit, fit_candidate, fit_starts
 from genservice.generation.gallery import MAX_RETRIEVE, gallery_candidates
 from genservice.generation.loader import LoadedModel
+from genservice.generation.pictures import read_by_model
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
 from genservice.generation.rerank import rerank, valid_but_the_picture, verdict_order
 from genservice.generation.sampler import SamplingSettings, sample
@@ -210,13 +211,14 @@ def sample_programs(
     notify = progress or (lambda *event: None)
     settings = request.sampling()
     retrieved = retrieve_programs(request, loaded) if messages is None else []
+    shown = read_by_model(request.images)  # the gallery, the checks and the fit read them all
     if messages is None:
         messages = loaded.messages(
             request.domain,
             request.prompt,
             previous_program=request.previous_program,
             instruction=request.instruction,
-            images=len(request.images),
+            images=len(shown),
         )
     notify("generating", 0, settings.n)
     completions = sample(
@@ -227,7 +229,7 @@ def sample_programs(
         max_new_tokens=settings.max_new_tokens,
         temperature=settings.temperature,
         top_p=settings.top_p,
-        images=list(request.images) or None,
+        images=shown or None,
         progress=lambda done, total: notify("generating", done, total),
         entry_point=(
             EntryPoint.from_request(request.prompt, str(request.entry_point))
@@ -323,7 +325,7 @@ def repair_messages(request: GenerationRequest, failed: Program) -> list[dict[st
         kind, message, line = "check_failed", "failed checks: " + ", ".join(failed_checks), None
     return build_repair_messages(
         request.domain, request.instruction or request.prompt, program, kind, message, line,
-        images=len(request.images),
+        images=len(read_by_model(request.images)),
     )  # fmt: skip
 
 

@@ -1,7 +1,9 @@
-"""Pictures given with a request: padded to a square for encoders that read a fixed square."""
+"""Pictures given with a request: padded to a square for encoders that read a fixed square;
+which of several the model reads."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -18,6 +20,17 @@ def square(picture: Any, fill: tuple[int, int, int] | None = None) -> Any:
     canvas = Image.new("RGB", (side, side), colour)
     canvas.paste(picture, ((side - width) // 2, (side - height) // 2))
     return canvas
+
+
+# The shipped model learned from tasks of one picture each: shown two, it writes far more
+# broken programs (docs/pictures.md, "Several pictures of one part"). It reads a request's
+# first; the gallery, `image_match` and the fit read them all.
+MODEL_PICTURES = 1
+
+
+def read_by_model(pictures: Sequence[Any]) -> list[Any]:
+    """The pictures of a request the model itself reads (the first MODEL_PICTURES)."""
+    return list(pictures)[:MODEL_PICTURES]
 
 
 MIN_SIDE = 16  # pixels: below this a picture shows no shape

@@ -214,10 +214,14 @@ def test_a_second_picture_shows_what_one_edge_on_leaves_open(monkeypatch, llava,
     parts, _ = script_parts(PLATE.format(width=30.0), pool, domain="cad")
     edge = Image.fromarray(render(parts, ["front"], size=96))
     side = Image.fromarray(render(parts, [View.orbit(130, 40, True, 35)], size=96))
-    monkeypatch.setattr(engine, "sample", _scripted([PLATE.format(width=12.0)], {}))
+    seen: dict = {}
+    monkeypatch.setattr(engine, "sample", _scripted([PLATE.format(width=12.0)], seen))
     alone = generate(GenerationRequest("make this", images=(edge,), n=1, fit=2), llava, pool)
     assert alone.valid and "width = 12.0" in alone.program  # nothing in it says otherwise
     both = generate(GenerationRequest("make this", images=(edge, side), n=1, fit=2), llava, pool)
+    # The model reads the first picture, as it learned to; the checks and the fit read both.
+    assert seen["images"] == [edge]
+    assert [part["type"] for part in seen["messages"][1]["content"]] == ["image", "text"]
     check = both.report.checks["image_match"]
     assert check.detail["pictures"] == 2 and len(check.detail["scores"]) == 2
     assert both.fit is not None and both.fit["improved"], both.fit
