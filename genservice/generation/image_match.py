@@ -442,29 +442,13 @@ def _best_view(scene: Any, target: Target) -> dict[str, Any]:
 
 
 def _held_view(scene: Any, target: Target, held: Pose) -> dict[str, Any]:
-    """The best viewpoint near a held camera: a pattern search from it (its lens kept), each
-    move at most HELD_WITHIN degrees from where it was held."""
+    """The best viewpoint near a held camera: the pattern search of `_refine` from it, in
+    HELD_STEPS, its lens kept, each move at most HELD_WITHIN degrees from where it was held."""
     from exporters.render import View
 
-    def score(pose: Pose) -> dict[str, Any]:
-        view = View.orbit(pose[0], pose[1], pose[2] > 0, pose[2] or LENSES[1])
-        return _view_score(scene, target, view)
-
-    best = score(held)
-    for step in HELD_STEPS:
-        moved = True
-        while moved:
-            moved = False
-            azimuth, elevation, lens = best["pose"]
-            for a, e in ((azimuth + step, elevation), (azimuth - step, elevation),
-                         (azimuth, elevation + step), (azimuth, elevation - step)):  # fmt: skip
-                turned = (a - held[0] + 180.0) % 360.0 - 180.0  # azimuths wrap at +-180
-                if max(abs(turned), abs(e - held[1])) > HELD_WITHIN + 1e-6:
-                    continue
-                tried = score((round(a, 2), round(float(np.clip(e, -89.0, 89.0)), 2), lens))
-                if tried["score"] > best["score"] + 1e-4:
-                    best, moved = tried, True
-    return _posed(best)
+    view = View.orbit(held[0], held[1], held[2] > 0, held[2] or LENSES[1])
+    start = _view_score(scene, target, view)
+    return _posed(_refine(scene, target, start, {}, HELD_STEPS, held))
 
 
 def _posed(best: dict[str, Any]) -> dict[str, Any]:
@@ -526,17 +510,25 @@ def _lens_moves(lens: float) -> list[float]:
     return moves + ([0.0] if index == 1 else [])
 
 
-def _refine(scene: Any, target: Target, start: dict[str, Any], seen: dict[Pose, Any]) -> Any:
+def _refine(
+    scene: Any,
+    target: Target,
+    start: dict[str, Any],
+    seen: dict[Pose, Any],
+    steps: tuple[float, ...] = REFINE_STEPS,
+    held: Pose | None = None,
+) -> Any:
     """A pattern search from a viewpoint: move the camera a step round the part (or change its
     lens, at the first step) while the picture matches better, then halve the step. A picture
     is taken from any angle through any lens, and the coarse viewpoints are 30 degrees apart at
     one lens: at the right angle and lens the right part matches closely, a wrong one gains far
     less (bench/image_pick.py). `seen` keeps the scores of poses already drawn: a step back is
-    a pose drawn before."""
+    a pose drawn before. `held`: a camera a fit holds (its lens kept, no move further than
+    HELD_WITHIN degrees from it)."""
     from exporters.render import View
 
     best = start
-    for index, step in enumerate(REFINE_STEPS):
+    for index, step in enumerate(steps):
         moved = True
         while moved:
             moved = False
@@ -547,9 +539,11 @@ def _refine(scene: Any, target: Target, start: dict[str, Any], seen: dict[Pose, 
                 (azimuth, elevation + step, lens),
                 (azimuth, elevation - step, lens),
             ]
-            if index == 0:
+            if index == 0 and held is None:
                 poses += [(azimuth, elevation, other) for other in _lens_moves(lens)]
             for a, e, fov in poses:
+                if held is not None and _turned_from(held, a, e) > HELD_WITHIN + 1e-6:
+                    continue
                 pose = (round(a, 2), round(float(np.clip(e, -89.0, 89.0)), 2), fov)
                 if pose not in seen:
                     view = View.orbit(pose[0], pose[1], fov > 0, fov or LENSES[1])
@@ -558,6 +552,12 @@ def _refine(scene: Any, target: Target, start: dict[str, Any], seen: dict[Pose, 
                 if tried["score"] > best["score"] + 1e-4:
                     best, moved = tried, True
     return best
+
+
+def _turned_from(held: Pose, azimuth: float, elevation: float) -> float:
+    """How many degrees a camera is from a held one, round (azimuths wrap at 180) or up."""
+    turned = (azimuth - held[0] + 180.0) % 360.0 - 180.0
+    return max(abs(turned), abs(elevation - held[1]))
 
 
 def _rig_reading(scene: Any, target: Target, panels: Sequence[Any]) -> dict[str, Any]:
