@@ -356,8 +356,12 @@ def _fit_one(
     if sizes.improved or fit.improved:
         score = score_programs(task, [program], pool, limits)[0]
         if HOLD_CAMERA and held is not None:  # as serving judges a fitted part (fit_candidate)
-            seen = score_programs(task, [program], pool, limits, near=held)[0]
-            score = max(score, seen, key=lambda s: s.image_match or 0.0)
+            # Blind: the reference is built once, for the first scoring; the same part's
+            # IoU and Chamfer carry over to whichever view of it wins.
+            seen = score_programs(task, [program], pool, limits, reference=False, near=held)[0]
+            if (seen.image_match or 0.0) > (score.image_match or 0.0):
+                seen.iou, seen.chamfer_x1000 = score.iou, score.chamfer_x1000
+                score = seen
     return program, score, fit
 
 
