@@ -73,6 +73,9 @@ class CandidateScore:
     bbox_within_5: bool | None = None  # an image task whose words give the size: within 5 %
     pictured: bool = False  # asked with a picture
     match_pose: list[float] | None = None  # the camera it matched the picture from
+    # a served picture answer: the candidates of other shapes that fit the picture as well
+    # (generation/settle.py); any makes it NOT AS ASKED, as serving marks it
+    rivals: list[dict[str, Any]] | None = None
 
     @property
     def rank(self) -> tuple[bool, float, float]:
@@ -292,7 +295,26 @@ def fit_task(
     # earlier start.
     program, score, fit = max(outcomes, key=lambda o: (o[1].rank, -outcomes.index(o)))
     fit.starts = len(chosen)
+    if task.get("images"):
+        candidates = [(p, s) for p, s, _ in outcomes] + [(p, s) for p, s, _ in ranked]
+        score.rivals = _rivals(candidates, pool, limits)
     result.after_fit, result.fit, result.best_program_fit = score, fit.to_dict(), program
+
+
+def _rivals(
+    candidates: list[tuple[str, CandidateScore]], pool: Any, limits: Any = None
+) -> list[dict[str, Any]]:
+    """The rivals of the best of a picture task's candidates (fitted and not) as serving finds
+    them (engine.settle_candidates, settle.rivals): others that pass every check and the
+    picture within settle.MARGIN of it, of another shape."""
+    from genservice.generation.image_match import PASS
+    from genservice.generation.settle import built_shape, rivals
+
+    passing: dict[str, float] = {}
+    for program, score in candidates:  # a fitted part's own score first
+        if score.all_checks and (score.image_match or 0.0) >= PASS:
+            passing.setdefault(program, score.image_match or 0.0)
+    return rivals(list(passing.items()), built_shape(pool, limits))
 
 
 def _served_pool(result: TaskResult) -> list[tuple[str, CandidateScore, str | None]]:
@@ -504,7 +526,10 @@ def _cad_metrics(scores: list[CandidateScore]) -> dict[str, Any]:
     from genservice.generation.image_match import PASS
 
     # What serving calls VALID for a picture: every check passed, and it looks like the picture.
-    as_pictured = [s.all_checks and (s.image_match or 0.0) >= PASS for s in scores if s.pictured]
+    # A served answer whose picture fits a different part as well is NOT AS ASKED (settle.py).
+    as_pictured = [s.all_checks and (s.image_match or 0.0) >= PASS and not s.rivals
+                   for s in scores if s.pictured]  # fmt: skip
+    settled = [s for s in scores if s.rivals is not None]
     sized = [s for s in scores if s.bbox_within_5 is not None]
     with_spec = [s for s in scores if s.spec_passed is not None or not s.valid]
     spec_ok = sum(1 for s in with_spec if s.valid and s.spec_passed)
@@ -527,6 +552,7 @@ def _cad_metrics(scores: list[CandidateScore]) -> dict[str, Any]:
             {
                 "image_match_median": _median(matches),
                 "as_pictured": _share(as_pictured),
+                **({"unsettled": _share([bool(s.rivals) for s in settled])} if settled else {}),
                 "bbox_within_5pct": _share([bool(s.bbox_within_5) for s in sized]),
             }
             if matches

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from genservice.generation.binding import bind_candidates
@@ -19,8 +19,9 @@ from genservice.generation.gallery import MAX_RETRIEVE, gallery_candidates
 from genservice.generation.loader import LoadedModel
 from genservice.generation.pictures import read_by_model
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
-from genservice.generation.rerank import rerank, valid_but_the_picture, verdict_order
+from genservice.generation.rerank import match_score, rerank, valid_but_the_picture, verdict_order
 from genservice.generation.sampler import SamplingSettings, sample
+from genservice.generation.settle import built_shape, rivals, unsettled
 from validators.cad.request import missed_only_the_request, sizes_off
 from validators.code.validate import check_time
 from validators.report import Report
@@ -434,6 +435,8 @@ def generate(
                 validate_s=round(time.perf_counter() - sampled_at, 4),
             )
         )
+    if request.images and request.domain in ("cad", "scene"):
+        candidates = settle_candidates(candidates, pool, limits)
     repaired = time.perf_counter()
     best = candidates[0]
     valid = sum(c.valid for c in candidates)
@@ -457,6 +460,27 @@ def generate(
         repairs=repairs,
         fit=fit.to_dict() if fit is not None else None,
     )
+
+
+def settle_candidates(
+    candidates: list[Candidate], pool: Any, limits: Any | None = None
+) -> list[Candidate]:
+    """The candidates of a picture request, with every one that passed marked NOT AS ASKED
+    when the picture also fits a different part as well as the best (settle.py: its rivals
+    named by candidate index); unchanged, and in the same order, otherwise."""
+    passing = [c for c in candidates if c.report.valid and "image_match" in c.report.checks]
+    entries = [(c.program, match_score(c.report)) for c in passing]
+    found = rivals(entries, built_shape(pool, limits))
+    if not found:
+        return candidates
+    named = [{"candidate": passing[r["entry"]].index, "match": r["match"], "shared": r["shared"]}
+             for r in found]  # fmt: skip
+    marked = {c.index for c in passing}
+    return [
+        replace(c, report=unsettled(c.report, named), valid=False)
+        if c.index in marked else c
+        for c in candidates
+    ]  # fmt: skip
 
 
 def wants_fit(rounds: int, domain: str, new: bool, pictured: bool, best: Report) -> bool:

@@ -220,6 +220,15 @@ def picture_note(check: Check) -> str:
     reason = check.detail.get("reason")
     if reason:
         return f"it cannot be compared with the picture ({reason})"
+    rivals = check.detail.get("rivals")
+    if rivals:  # genservice/generation/settle.py: the picture does not settle the part
+        rival = rivals[0]
+        which = f"candidate {rival['candidate']}" if "candidate" in rival else "another candidate"
+        return (
+            f"the picture fits a different part as well ({which} matches {rival['match']:.2f}, "
+            f"this one {check.score:.2f}; the two share {rival['shared']:.0%} of their volume): "
+            "a picture from another side, or the sizes in words, would settle which"
+        )
     passes = f", passes at {float(limit):.2f}" if isinstance(limit, int | float) else ""
     return f"it does not look like the picture (match {check.score:.2f}{passes})"
 

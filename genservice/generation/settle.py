@@ -1,0 +1,112 @@
+"""Whether a picture settles which part it shows: VALID only when no different part fits it too.
+
+One picture leaves a part's depth along the line of sight open and hides whatever faces away
+from the camera: a tray seen edge-on is a rectangle, and so is a slot seen from above; a knob
+seen from above hides whether its underside is solid or hollowed out. `image_match` can only
+say that a candidate looks like the picture, and a different part may look like it just as
+much. Among a picture request's candidates that pass every check (the picture's included),
+those that match within MARGIN of the best match are, by every blind check, equally good
+answers. When any of them is a different shape from the best (volumetric IoU under
+SAME_SHAPE, both centred and scaled to unit size as the similarity measures do), the picture
+does not settle which part it shows. Then the `image_match` check of every candidate that
+passed fails with the rivals named ("the picture fits a different part as well"): the best
+and its rivals are equally good guesses, and the rest match worse than two different parts.
+So the answer is NOT AS ASKED, never VALID, and says what would settle it: a picture from
+another side (image_match scores several pictures of one part together) or the sizes in
+words (which rule out rivals of the wrong size). Every candidate keeps its place: the served
+part is the same part as before; only its verdict changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from validators.report import Check, ErrorInfo, Report
+
+MARGIN = 0.02  # image_match within which two candidates are equally good answers
+SAME_SHAPE = 0.7  # volumetric IoU at or above which two candidates are one part
+MAX_RIVALS = 8  # candidates compared with the best at most (the closest matches first)
+
+Shape = Callable[[str], Any]  # a program -> its combined mesh (trimesh), None when it fails
+
+
+def rivals(entries: Sequence[tuple[str, float]], shape: Shape) -> list[dict[str, Any]]:
+    """The rivals of the best of `entries` ((program, image_match) of candidates that pass
+    every check, the picture's included): those matching within MARGIN of it whose shape is
+    another part's, each as {"entry": its index, "match": its score, "shared": the IoU of the
+    two}; [] when the picture settles the part."""
+    if len(entries) < 2:
+        return []
+    order = sorted(range(len(entries)), key=lambda i: -entries[i][1])
+    best = order[0]
+    top_program, top_match = entries[best]
+    near = [i for i in order[1:] if entries[i][1] >= top_match - MARGIN][:MAX_RIVALS]
+    if not near:
+        return []
+    top_shape = shape(top_program)
+    if top_shape is None:
+        return []
+    found = []
+    for i in near:
+        program, match = entries[i]
+        if program == top_program:
+            continue
+        shared = _shared(top_shape, shape(program))
+        if shared is not None and shared < SAME_SHAPE:
+            found.append({"entry": i, "match": round(float(match), 4), "shared": round(shared, 3)})
+    return found
+
+
+def _shared(a: Any, b: Any) -> float | None:
+    """The volumetric IoU of two meshes centred and scaled to unit size (None when either
+    cannot be compared)."""
+    from validators.cad import similarity
+
+    if a is None or b is None:
+        return None
+    try:
+        return float(similarity.iou(a, b))
+    except ValueError:
+        return None
+
+
+def unsettled(report: Report, found: list[dict[str, Any]]) -> Report:
+    """A Report whose picture does not settle the part: its `image_match` check fails with
+    the rivals in its detail, and a part that passed every check is NOT AS ASKED (valid but
+    for the picture), never VALID. The reward is unchanged."""
+    check = report.checks.get("image_match")
+    if check is None or not found:
+        return report
+    detail = {**check.detail, "rivals": found, "settled": False}
+    checks = MappingProxyType({**report.checks, "image_match": Check(check.score, False, detail)})
+    if not report.valid:
+        return dataclasses.replace(report, checks=checks)
+    from validators.cad.request import picture_note
+
+    message = f"failed checks: image_match; not as asked: {picture_note(checks['image_match'])}"
+    return dataclasses.replace(
+        report,
+        valid=False,
+        checks=checks,
+        error=ErrorInfo("check_failed", message),
+        metrics=MappingProxyType({**report.metrics, "valid_but_for_the_picture": True}),
+    )
+
+
+def built_shape(pool: Any, limits: Any = None) -> Shape:
+    """A Shape that runs a program on the sandbox pool for its combined mesh (memoised)."""
+    from validators.cad.mesh import combine, decode_mesh
+
+    cache: dict[str, Any] = {}
+
+    def shape(program: str) -> Any:
+        if program not in cache:
+            built = pool.run("cad", program, {"check_self_intersection": False}, limits)
+            parts = (built.payload or {}).get("parts") if built.ok else None
+            cache[program] = combine([decode_mesh(p.get("mesh")) for p in parts]) if parts else None
+        return cache[program]
+
+    return shape

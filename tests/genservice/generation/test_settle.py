@@ -1,0 +1,73 @@
+"""A picture settles which part it shows, or the verdict says it does not (settle.py)."""
+
+from __future__ import annotations
+
+from PIL import Image
+
+from exporters.render import View
+from genservice.generation.engine import Candidate, settle_candidates
+from genservice.generation.rerank import rerank
+from genservice.generation.settle import SAME_SHAPE, built_shape, rivals
+from validators.cad.request import what_is_off
+
+TRAY = (
+    "import cadquery as cq\n"
+    "result = cq.Workplane('XY').box(60, 40, 12).faces('>Z').shell(-1.5)\n"
+)  # open at the top
+BLOCK = "import cadquery as cq\nresult = cq.Workplane('XY').box({x}, 40, 12)\n"
+
+
+def _picture(program: str, pool, views: list[View]) -> list[Image.Image]:
+    """Pictures of a program's part from each view, as a person would send them."""
+    from exporters.parts import parts_from_payload
+    from exporters.render import render
+    from validators.cad.validate import run_cad
+
+    parts = parts_from_payload(run_cad(program, pool).payload)
+    return [Image.fromarray(render(parts, [view], 160)) for view in views]
+
+
+def _served(programs: list[str], pool, pictures: list[Image.Image]) -> list[Candidate]:
+    ranked = rerank(programs, "cad", pool, picture=pictures)
+    candidates = [Candidate(s.program, s.reward, s.valid, s.index, s.report, "stop") for s in ranked]
+    return settle_candidates(candidates, pool)
+
+
+EDGE_ON = View.orbit(0, 0, True, 35)
+
+
+def test_a_picture_that_fits_two_different_parts_shows_neither_as_valid(pool) -> None:
+    """Seen edge-on, a tray and a solid block are one rectangle: both match the picture, and
+    neither is VALID; the answer keeps its place and names its rival and what would settle it."""
+    edge = _picture(TRAY, pool, [EDGE_ON])
+    served = _served([TRAY, BLOCK.format(x=60)], pool, edge)
+    assert all(c.report.checks["image_match"].score >= 0.75 for c in served)
+    assert not any(c.valid or c.report.valid for c in served)
+    best = served[0].report
+    check = best.checks["image_match"]
+    assert not check.passed and check.detail["settled"] is False
+    rival = check.detail["rivals"][0]
+    assert rival["candidate"] == served[1].index and rival["shared"] < SAME_SHAPE
+    assert "fits a different part as well" in what_is_off(best)
+    assert "a picture from another side" in best.error.message
+    assert best.metrics["valid_but_for_the_picture"] is True
+    assert best.reward == rerank([served[0].program], "cad", pool)[0].reward  # reward unchanged
+
+
+def test_a_second_picture_settles_it(pool) -> None:
+    """From above, the tray's hollow shows: with that picture beside the edge-on one only the
+    tray fits, and it is VALID."""
+    pictures = _picture(TRAY, pool, [EDGE_ON, View.orbit(130, 40, True, 35)])
+    served = _served([TRAY, BLOCK.format(x=60)], pool, pictures)
+    assert served[0].program == TRAY and served[0].valid and served[0].report.valid
+    assert "rivals" not in served[0].report.checks["image_match"].detail
+
+
+def test_look_alikes_of_one_shape_do_not_unsettle_it(pool) -> None:
+    """Two candidates a hair apart in size are one part: the picture settles it."""
+    edge = _picture(BLOCK.format(x=60), pool, [EDGE_ON])
+    served = _served([BLOCK.format(x=60), BLOCK.format(x=61)], pool, edge)
+    assert all(c.valid for c in served)
+    shape = built_shape(pool)
+    entries = [(c.program, c.report.checks["image_match"].score) for c in served]
+    assert rivals(entries, shape) == []
