@@ -444,7 +444,14 @@ def _finish(
     valid = sum(c.valid for c in result.candidates)
     message = None
     mismatch = missed_only_the_request(result.report)
-    if mismatch:
+    picture = result.report.checks.get("image_match")
+    if mismatch and picture is not None and picture.detail.get("rivals"):
+        message = (  # settle.py: it matches, but so does another part
+            f"the picture does not settle which part it shows; the best (reward "
+            f"{result.report.reward:.3f}) is sound geometry but not as asked: "
+            f"{what_is_off(result.report)}"
+        )
+    elif mismatch:
         asked = what_is_off(result.report)
         message = (
             f"no candidate among {len(result.candidates)} matches the request; the best (reward "

@@ -228,6 +228,32 @@ def test_a_second_picture_shows_what_one_edge_on_leaves_open(monkeypatch, llava,
     assert 20.0 <= both.fit["changed"]["width"][1] <= 45.0, both.fit["changed"]
 
 
+def test_a_picture_that_fits_two_different_parts_is_answered_but_not_valid(
+    monkeypatch, llava, pool
+):
+    """Edge-on, an open tray and a solid block are one rectangle: the served part is one of
+    them, NOT AS ASKED, naming the other; a second picture from above settles it (settle.py)."""
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import View, render
+
+    block = "import cadquery as cq\nresult = cq.Workplane('XY').box(60, 40, 12)\n"
+    tray = block.rstrip() + ".faces('>Z').shell(-1.5)\n"  # open at the top
+    parts, _ = script_parts(tray, pool, domain="cad")
+    edge = Image.fromarray(render(parts, [View.orbit(0, 0, True, 35)], size=128))
+    above = Image.fromarray(render(parts, [View.orbit(130, 40, True, 35)], size=128))
+    monkeypatch.setattr(engine, "sample", _scripted([block, tray], {}))
+    alone = generate(GenerationRequest("make this", images=(edge,), n=2), llava, pool)
+    assert not alone.valid and not any(c.valid for c in alone.candidates)
+    rivals = alone.report.checks["image_match"].detail["rivals"]
+    assert [r["candidate"] for r in rivals] == [alone.candidates[1].index]
+    assert alone.report.metrics["valid_but_for_the_picture"] is True
+    both = generate(GenerationRequest("make this", images=(edge, above), n=2), llava, pool)
+    assert both.valid and both.program == tray
+    assert "rivals" not in both.report.checks["image_match"].detail
+
+
 def test_a_picture_request_gets_the_gallery_parts_that_look_like_it(
     monkeypatch, llava, pool, tmp_path
 ):

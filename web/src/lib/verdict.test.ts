@@ -52,6 +52,17 @@ describe("verdictOf", () => {
     expect(alike).toEqual({ kind: "valid", label: "VALID", sound: true, asked: { passed: true, missed: [] } });
   });
 
+  it("calls a part NOT AS ASKED when its picture fits a different part as well, and says what would settle it", () => {
+    const rivals = [{ candidate: 5, match: 0.962, shared: 0.31 }];
+    const unsettled = { score: 0.967, passed: false, detail: { pass: 0.75, rivals, settled: false } };
+    const v = verdictOf(report(false, { executes: ok, solid: ok, image_match: unsettled }, { geometry_sound: true }));
+    expect(v.label).toBe("NOT AS ASKED");
+    expect(v.asked?.missed).toEqual([
+      "the picture fits a different part as well (candidate 5 matches 0.96, this one 0.97; the two share 31% of their volume): " +
+        "a picture from another side, or the sizes in words, would settle which",
+    ]);
+  });
+
   it("says nothing about the request when nothing was asked, and reads old Reports", () => {
     const v = verdictOf(report(true, { executes: ok }));
     expect(v.asked).toBeNull();

@@ -57,8 +57,19 @@ function missedItems(detail: unknown): string[] {
 
 /** The `image_match` check in words, as the service says it. */
 function pictureNote(check: { score?: number; detail?: unknown }): string {
-  const detail = (check.detail ?? {}) as { pass?: unknown; reason?: unknown };
+  const detail = (check.detail ?? {}) as { pass?: unknown; reason?: unknown; rivals?: unknown };
   if (typeof detail.reason === "string" && detail.reason) return `it cannot be compared with the picture (${detail.reason})`;
+  if (Array.isArray(detail.rivals) && detail.rivals.length > 0) {
+    // The picture fits a different part as well: it does not settle which part it shows.
+    const rival = detail.rivals[0] as { candidate?: unknown; match?: unknown; shared?: unknown };
+    const which = typeof rival.candidate === "number" ? `candidate ${rival.candidate}` : "another candidate";
+    const shared = `${Math.round(Number(rival.shared ?? 0) * 100)}%`;
+    return (
+      `the picture fits a different part as well (${which} matches ${Number(rival.match ?? 0).toFixed(2)}, ` +
+      `this one ${(check.score ?? 0).toFixed(2)}; the two share ${shared} of their volume): ` +
+      "a picture from another side, or the sizes in words, would settle which"
+    );
+  }
   const passes = typeof detail.pass === "number" ? `, passes at ${detail.pass.toFixed(2)}` : "";
   return `it does not look like the picture (match ${(check.score ?? 0).toFixed(2)}${passes})`;
 }
