@@ -438,6 +438,9 @@ def stage_validate(ctx: StageContext) -> None:
         best = scored[0]
     if _repair_next(rt, job, best, scored, result):
         return
+    if picture is not None and job.kind == "generation" and job.domain in ("cad", "scene"):
+        scored = _settle(rt, job, scored)  # as the engine does once the candidates are final
+        best = scored[0]
     if not best["valid"] and not not_as_asked(best["report"]):
         jobs.fail(
             rt.db,
@@ -514,6 +517,22 @@ def _fit_to_request(
     if chosen.preview is not None:
         fitted["preview_url"] = store_candidate_preview(rt, job.id, index, chosen.preview)
     return [fitted, *scored]
+
+
+def _settle(rt: Runtime, job: Job, scored: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The candidates (JSON) of a picture request, each that passed marked NOT AS ASKED when
+    the picture fits a different part as well as the best (generation/settle.py, as the
+    engine marks them); the same list otherwise."""
+    from genservice.generation.settle import settle
+    from validators.report import Report
+
+    reports = [(c["index"], c["program"], Report.from_dict(c["report"])) for c in scored]
+    changed = settle(reports, rt.pool(job.domain), rt.limits())
+    return [
+        {**c, "valid": False, "report": changed[c["index"]].to_dict()}
+        if c["index"] in changed else c
+        for c in scored
+    ]  # fmt: skip
 
 
 def _repair_next(

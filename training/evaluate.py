@@ -314,7 +314,7 @@ def _rivals(
     for program, score in candidates:  # a fitted part's own score first
         if score.all_checks and (score.image_match or 0.0) >= PASS:
             passing.setdefault(program, score.image_match or 0.0)
-    return rivals(list(passing.items()), built_shape(pool, limits))
+    return rivals(list(passing.items()), built_shape(pool, limits), getattr(pool, "size", 1))
 
 
 def _served_pool(result: TaskResult) -> list[tuple[str, CandidateScore, str | None]]:

@@ -19,9 +19,9 @@ from genservice.generation.gallery import MAX_RETRIEVE, gallery_candidates
 from genservice.generation.loader import LoadedModel
 from genservice.generation.pictures import read_by_model
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
-from genservice.generation.rerank import match_score, rerank, valid_but_the_picture, verdict_order
+from genservice.generation.rerank import rerank, valid_but_the_picture, verdict_order
 from genservice.generation.sampler import SamplingSettings, sample
-from genservice.generation.settle import built_shape, rivals, unsettled
+from genservice.generation.settle import settle
 from validators.cad.request import missed_only_the_request, sizes_off
 from validators.code.validate import check_time
 from validators.report import Report
@@ -435,9 +435,10 @@ def generate(
                 validate_s=round(time.perf_counter() - sampled_at, 4),
             )
         )
+    repaired = time.perf_counter()
     if request.images and request.domain in ("cad", "scene"):
         candidates = settle_candidates(candidates, pool, limits)
-    repaired = time.perf_counter()
+    settled = time.perf_counter()
     best = candidates[0]
     valid = sum(c.valid for c in candidates)
     notify("done", valid, len(candidates))
@@ -455,6 +456,7 @@ def generate(
             "validate_s": round(validated - ready, 4),
             "repair_s": round(repaired - validated - fit_s, 4),
             "fit_s": round(fit_s, 4),
+            "settle_s": round(settled - repaired, 4),
         },
         generated_tokens=tokens,
         repairs=repairs,
@@ -466,21 +468,13 @@ def settle_candidates(
     candidates: list[Candidate], pool: Any, limits: Any | None = None
 ) -> list[Candidate]:
     """The candidates of a picture request, with every one that passed marked NOT AS ASKED
-    when the picture also fits a different part as well as the best (settle.py: its rivals
-    named by candidate index); unchanged, and in the same order, otherwise."""
-    passing = [c for c in candidates if c.report.valid and "image_match" in c.report.checks]
-    entries = [(c.program, match_score(c.report)) for c in passing]
-    found = rivals(entries, built_shape(pool, limits))
-    if not found:
-        return candidates
-    named = [{"candidate": passing[r["entry"]].index, "match": r["match"], "shared": r["shared"]}
-             for r in found]  # fmt: skip
-    marked = {c.index for c in passing}
+    when the picture also fits a different part as well as the best (settle.py); unchanged,
+    and in the same order, otherwise."""
+    changed = settle([(c.index, c.program, c.report) for c in candidates], pool, limits)
     return [
-        replace(c, report=unsettled(c.report, named), valid=False)
-        if c.index in marked else c
+        replace(c, report=changed[c.index], valid=False) if c.index in changed else c
         for c in candidates
-    ]  # fmt: skip
+    ]
 
 
 def wants_fit(rounds: int, domain: str, new: bool, pictured: bool, best: Report) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 from typing import Any
 
@@ -33,11 +34,13 @@ MAX_RIVALS = 8  # candidates compared with the best at most (the closest matches
 Shape = Callable[[str], Any]  # a program -> its combined mesh (trimesh), None when it fails
 
 
-def rivals(entries: Sequence[tuple[str, float]], shape: Shape) -> list[dict[str, Any]]:
+def rivals(
+    entries: Sequence[tuple[str, float]], shape: Shape, workers: int = 1
+) -> list[dict[str, Any]]:
     """The rivals of the best of `entries` ((program, image_match) of candidates that pass
     every check, the picture's included): those matching within MARGIN of it whose shape is
     another part's, each as {"entry": its index, "match": its score, "shared": the IoU of the
-    two}; [] when the picture settles the part."""
+    two}; [] when the picture settles the part. The shapes are built `workers` at a time."""
     if len(entries) < 2:
         return []
     order = sorted(range(len(entries)), key=lambda i: -entries[i][1])
@@ -46,15 +49,17 @@ def rivals(entries: Sequence[tuple[str, float]], shape: Shape) -> list[dict[str,
     near = [i for i in order[1:] if entries[i][1] >= top_match - MARGIN][:MAX_RIVALS]
     if not near:
         return []
-    top_shape = shape(top_program)
+    programs = [top_program] + [entries[i][0] for i in near]
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(programs)))) as threads:
+        top_shape, *shapes = threads.map(shape, programs)
     if top_shape is None:
         return []
     found = []
-    for i in near:
+    for i, other in zip(near, shapes, strict=True):
         program, match = entries[i]
         if program == top_program:
             continue
-        shared = _shared(top_shape, shape(program))
+        shared = _shared(top_shape, other)
         if shared is not None and shared < SAME_SHAPE:
             found.append({"entry": i, "match": round(float(match), 4), "shared": round(shared, 3)})
     return found
@@ -96,8 +101,25 @@ def unsettled(report: Report, found: list[dict[str, Any]]) -> Report:
     )
 
 
+def settle(
+    candidates: Sequence[tuple[int, str, Report]], pool: Any, limits: Any = None
+) -> dict[int, Report]:
+    """The Reports a picture request's candidates ((index, program, Report)) change to: when
+    the picture fits a different part as well as the best, every one that passed, marked
+    `unsettled` with the rivals named by index; {} when the picture settles the part."""
+    passing = [(i, p, r) for i, p, r in candidates if r.valid and "image_match" in r.checks]
+    entries = [(program, report.checks["image_match"].score) for _, program, report in passing]
+    found = rivals(entries, built_shape(pool, limits), getattr(pool, "size", 1))
+    if not found:
+        return {}
+    named = [{"candidate": passing[r["entry"]][0], "match": r["match"], "shared": r["shared"]}
+             for r in found]  # fmt: skip
+    return {index: unsettled(report, named) for index, _, report in passing}
+
+
 def built_shape(pool: Any, limits: Any = None) -> Shape:
-    """A Shape that runs a program on the sandbox pool for its combined mesh (memoised)."""
+    """A Shape that runs a program on the sandbox pool for its combined mesh (memoised; safe
+    to call from several threads, as the pool is)."""
     from validators.cad.mesh import combine, decode_mesh
 
     cache: dict[str, Any] = {}

@@ -29,7 +29,7 @@ def _picture(program: str, pool, views: list[View]) -> list[Image.Image]:
 
 def _served(programs: list[str], pool, pictures: list[Image.Image]) -> list[Candidate]:
     ranked = rerank(programs, "cad", pool, picture=pictures)
-    candidates = [Candidate(s.program, s.reward, s.valid, s.index, s.report, "stop") for s in ranked]
+    candidates = [Candidate(s.program, s.reward, s.valid, s.index, s.report, "") for s in ranked]
     return settle_candidates(candidates, pool)
 
 
@@ -71,3 +71,23 @@ def test_look_alikes_of_one_shape_do_not_unsettle_it(pool) -> None:
     shape = built_shape(pool)
     entries = [(c.program, c.report.checks["image_match"].score) for c in served]
     assert rivals(entries, shape) == []
+
+
+def test_the_api_marks_its_candidates_as_the_engine_does(pool) -> None:
+    """A job's candidates (JSON) are settled as the engine's: NOT AS ASKED, the rival named."""
+    from types import SimpleNamespace
+
+    from genservice import tasks
+
+    ranked = rerank(
+        [TRAY, BLOCK.format(x=60)], "cad", pool, picture=_picture(TRAY, pool, [EDGE_ON])
+    )
+    scored = [{"index": 10 + s.index, "program": s.program, "valid": s.valid,
+               "report": s.report.to_dict()} for s in ranked]  # fmt: skip
+    runtime = SimpleNamespace(pool=lambda domain: pool, limits=lambda: None)
+    out = tasks._settle(runtime, SimpleNamespace(domain="cad"), scored)  # type: ignore[arg-type]
+    assert [c["index"] for c in out] == [c["index"] for c in scored]
+    assert [tasks.verdict(c["report"]) for c in out] == ["not as asked"] * 2
+    assert not any(c["valid"] for c in out)
+    rivals = out[0]["report"]["checks"]["image_match"]["detail"]["rivals"]
+    assert [r["candidate"] for r in rivals] == [out[1]["index"]]
