@@ -279,6 +279,11 @@ def stage_generate(ctx: StageContext) -> None:
         ctx.progress(done, total, f"generating {total} candidates")
 
     sampled = sample_programs(request, loaded, on_event)
+    design_of = loaded.gallery.design_of if loaded.gallery is not None else lambda _: None
+    candidates = [  # a gallery part's design: the fit starts from parts of different designs
+        {**s.to_dict(), **({"design": design} if (design := design_of(s.retrieved_from)) else {})}
+        for s in sampled
+    ]
     generation = {
         "model_id": loaded.model_id,
         "weights_sha256": loaded.weights_sha256,
@@ -293,7 +298,7 @@ def stage_generate(ctx: StageContext) -> None:
         job.id,
         rt.worker,
         "generate",
-        candidates=[s.to_dict() for s in sampled],
+        candidates=candidates,
         result={"generation": generation},
     )
     rt.send(job.id, following)
@@ -477,46 +482,69 @@ def _fit_to_request(
     result: dict[str, Any],
 ) -> list[dict[str, Any]]:
     """Fit the best candidate to the request's stated sizes and picture (if any) when the
-    request asks for rounds of it (generation/fit.py); the candidates with the fitted one first
-    when it meets them better, and what the fit did under result["fit"]."""
+    request asks for rounds of it, and with a picture the next best of other designs too, as
+    the engine does (engine.fit_best, fit.fit_starts); the candidates with each fitted one
+    added, in rerank's order, and what the fit that came out first did under result["fit"]."""
     from genservice.generation.engine import wants_fit
-    from genservice.generation.fit import fit_candidate
+    from genservice.generation.fit import fit_candidate, fit_starts
+    from genservice.generation.rerank import verdict_order
     from validators.report import Report
 
     rt, job = ctx.runtime, ctx.job
     r = job.request
     rounds = int(r.get("fit") or 0)
-    best = scored[0]
-    report = Report.from_dict(best["report"])
-    if not wants_fit(rounds, job.domain, True, picture is not None, report):
+    if not wants_fit(
+        rounds, job.domain, True, picture is not None, Report.from_dict(scored[0]["report"])
+    ):
         return scored
-    fit = fit_candidate(
-        job.domain, rt.pool(job.domain), picture, best["program"], report, r["prompt"], rounds,
-        keep=set(r.get("parameters") or ()),
-        progress=lambda done, total: ctx.progress(
-            done, total, f"fitting to the request: round {done} of {total}"
-        ),
-        spec=r.get("spec"), asked=asked, request=items, limits=rt.limits(),
-        parameters=r.get("parameters") or None, preview_size=CANDIDATE_PREVIEW_PX,
-    )  # fmt: skip
-    result["fit"] = fit.to_dict()
-    if fit.scored is None:
-        return scored
-    chosen = fit.scored.record
+    ranked = [(c["program"], _fine(c)) for c in scored]
+    designs = [c.get("design") for c in scored]
+    starts = [scored[i] for i in fit_starts(ranked, picture is not None, designs=designs)]
+    fits: list[tuple[Any, dict[str, Any]]] = []
+    fitted: list[dict[str, Any]] = []
     index = max(c["index"] for c in scored) + 1
-    fitted = {
-        "index": index,
-        "round": best.get("round", 0),
-        "program": chosen.program,
-        "reward": chosen.reward,
-        "valid": chosen.valid,
-        "finish_reason": "fitted",
-        "fitted_from": best["index"],
-        "report": chosen.report.to_dict(),
-    }
-    if chosen.preview is not None:
-        fitted["preview_url"] = store_candidate_preview(rt, job.id, index, chosen.preview)
-    return [fitted, *scored]
+    for number, start in enumerate(starts):
+
+        def progress(done: int, total: int, number: int = number) -> None:
+            overall, whole = number * total + done, len(starts) * total
+            ctx.progress(overall, whole, f"fitting to the request: round {overall} of {whole}")
+
+        fit = fit_candidate(
+            job.domain, rt.pool(job.domain), picture, start["program"],
+            Report.from_dict(start["report"]), r["prompt"], rounds,
+            keep=set(r.get("parameters") or ()), progress=progress, spec=r.get("spec"),
+            asked=asked, request=items, limits=rt.limits(),
+            parameters=r.get("parameters") or None, preview_size=CANDIDATE_PREVIEW_PX,
+        )  # fmt: skip
+        fit.starts = len(starts)
+        fits.append((fit, start))
+        if fit.scored is None:
+            continue
+        chosen = fit.scored.record
+        entry = {
+            "index": index,
+            "round": start.get("round", 0),
+            "program": chosen.program,
+            "reward": chosen.reward,
+            "valid": chosen.valid,
+            "finish_reason": "fitted",
+            "fitted_from": start["index"],
+            "report": chosen.report.to_dict(),
+        }
+        if chosen.preview is not None:
+            entry["preview_url"] = store_candidate_preview(rt, job.id, index, chosen.preview)
+        fitted.append(entry)
+        index += 1
+    result["fit"] = fits[0][0].to_dict()
+    if not fitted:
+        return scored
+    if len(starts) == 1:  # the best, fitted: it meets the request better than it did
+        return [*fitted, *scored]
+    # A fitted candidate goes before any it ties with (its start among them): sorted is stable.
+    ordered = sorted([*fitted, *scored], key=lambda c: verdict_order(Report.from_dict(c["report"])))
+    first = ordered[0].get("fitted_from")
+    result["fit"] = next((f for f, s in fits if s["index"] == first), fits[0][0]).to_dict()
+    return ordered
 
 
 def _settle(rt: Runtime, job: Job, scored: list[dict[str, Any]]) -> list[dict[str, Any]]:

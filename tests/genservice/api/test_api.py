@@ -504,6 +504,7 @@ def test_a_test_split_render_comes_back_as_the_part_it_shows(
         fit = result["fit"]  # served by default: the best part fitted to the picture
         assert fit is not None and fit["rounds"] >= 1 and fit["trials"] > 0, fit
         assert fit["score_after"] >= fit["score_before"]
+        assert fit["starts"] >= 2  # as the engine: the best and the next of other designs
         first = result["candidates"][0]
         assert ("fitted_from" in first) == fit["improved"]  # the fitted part leads when better
         # The gallery's parts that look like the picture compete with the 4 samples (the
