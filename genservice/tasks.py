@@ -500,12 +500,9 @@ def _fit_to_request(
     ranked = [(c["program"], _fine(c)) for c in scored]
     designs = [c.get("design") for c in scored]
     starts = [scored[i] for i in fit_starts(ranked, picture is not None, designs=designs)]
-    fits: list[tuple[Any, dict[str, Any]]] = []
-    fitted: list[dict[str, Any]] = []
-    index = max(c["index"] for c in scored) + 1
-    for number, start in enumerate(starts):
 
-        def progress(done: int, total: int, number: int = number) -> None:
+    def fit_one(number: int, start: dict[str, Any]) -> Any:
+        def progress(done: int, total: int) -> None:
             overall, whole = number * total + done, len(starts) * total
             ctx.progress(overall, whole, f"fitting to the request: round {overall} of {whole}")
 
@@ -517,24 +514,15 @@ def _fit_to_request(
             parameters=r.get("parameters") or None, preview_size=CANDIDATE_PREVIEW_PX,
         )  # fmt: skip
         fit.starts = len(starts)
-        fits.append((fit, start))
-        if fit.scored is None:
-            continue
-        chosen = fit.scored.record
-        entry = {
-            "index": index,
-            "round": start.get("round", 0),
-            "program": chosen.program,
-            "reward": chosen.reward,
-            "valid": chosen.valid,
-            "finish_reason": "fitted",
-            "fitted_from": start["index"],
-            "report": chosen.report.to_dict(),
-        }
-        if chosen.preview is not None:
-            entry["preview_url"] = store_candidate_preview(rt, job.id, index, chosen.preview)
-        fitted.append(entry)
-        index += 1
+        return fit
+
+    fits = [(fit_one(number, start), start) for number, start in enumerate(starts)]
+    index = max(c["index"] for c in scored)
+    fitted = [
+        _fitted_entry(rt, job, fit, start, index := index + 1)
+        for fit, start in fits
+        if fit.scored is not None
+    ]
     result["fit"] = fits[0][0].to_dict()
     if not fitted:
         return scored
@@ -545,6 +533,26 @@ def _fit_to_request(
     first = ordered[0].get("fitted_from")
     result["fit"] = next((f for f, s in fits if s["index"] == first), fits[0][0]).to_dict()
     return ordered
+
+
+def _fitted_entry(
+    rt: Runtime, job: Job, fit: Any, start: dict[str, Any], index: int
+) -> dict[str, Any]:
+    """A candidate (JSON) of the part a fit came to from `start`, numbered `index`."""
+    chosen = fit.scored.record
+    entry = {
+        "index": index,
+        "round": start.get("round", 0),
+        "program": chosen.program,
+        "reward": chosen.reward,
+        "valid": chosen.valid,
+        "finish_reason": "fitted",
+        "fitted_from": start["index"],
+        "report": chosen.report.to_dict(),
+    }
+    if chosen.preview is not None:
+        entry["preview_url"] = store_candidate_preview(rt, job.id, index, chosen.preview)
+    return entry
 
 
 def _settle(rt: Runtime, job: Job, scored: list[dict[str, Any]]) -> list[dict[str, Any]]:

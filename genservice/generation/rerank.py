@@ -172,20 +172,28 @@ def with_image_match(report: Report, target: Any, payload: dict[str, Any]) -> Re
     """The Report with the `image_match` check added. A part that passes every other check but
     does not look like the request's picture is not what was asked: it is NOT AS ASKED (invalid,
     `metrics.valid_but_for_the_picture`), never VALID. The reward is unchanged."""
-    import dataclasses
-    from types import MappingProxyType
-
     from exporters.parts import PartsError, parts_from_payload
     from exporters.render import RenderError
     from genservice.generation.image_match import PASS, image_match
-    from validators.cad.request import picture_note
-    from validators.report import Check, ErrorInfo
+    from validators.report import Check
 
     try:
         score, detail = image_match(target, parts_from_payload(payload))
     except (PartsError, RenderError) as exc:
         score, detail = 0.0, {"reason": str(exc), "pass": PASS}
-    check = Check(score, score >= PASS, detail)
+    return with_picture_check(report, Check(score, score >= PASS, detail))
+
+
+def with_picture_check(report: Report, check: Any) -> Report:
+    """The Report with this `image_match` check; when it failed and the part passed every
+    other check, NOT AS ASKED (invalid, `metrics.valid_but_for_the_picture`) with the check in
+    words as its error. The reward is unchanged."""
+    import dataclasses
+    from types import MappingProxyType
+
+    from validators.cad.request import picture_note
+    from validators.report import ErrorInfo
+
     checks = MappingProxyType({**report.checks, "image_match": check})
     if check.passed or not report.valid:
         return dataclasses.replace(report, checks=checks)

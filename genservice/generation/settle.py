@@ -19,13 +19,11 @@ part is the same part as before; only its verdict changes.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from types import MappingProxyType
 from typing import Any
 
-from validators.report import Check, ErrorInfo, Report
+from validators.report import Check, Report
 
 MARGIN = 0.02  # image_match within which two candidates are equally good answers
 SAME_SHAPE = 0.7  # volumetric IoU at or above which two candidates are one part
@@ -82,23 +80,13 @@ def unsettled(report: Report, found: list[dict[str, Any]]) -> Report:
     """A Report whose picture does not settle the part: its `image_match` check fails with
     the rivals in its detail, and a part that passed every check is NOT AS ASKED (valid but
     for the picture), never VALID. The reward is unchanged."""
+    from genservice.generation.rerank import with_picture_check
+
     check = report.checks.get("image_match")
     if check is None or not found:
         return report
     detail = {**check.detail, "rivals": found, "settled": False}
-    checks = MappingProxyType({**report.checks, "image_match": Check(check.score, False, detail)})
-    if not report.valid:
-        return dataclasses.replace(report, checks=checks)
-    from validators.cad.request import picture_note
-
-    message = f"failed checks: image_match; not as asked: {picture_note(checks['image_match'])}"
-    return dataclasses.replace(
-        report,
-        valid=False,
-        checks=checks,
-        error=ErrorInfo("check_failed", message),
-        metrics=MappingProxyType({**report.metrics, "valid_but_for_the_picture": True}),
-    )
+    return with_picture_check(report, Check(check.score, False, detail))
 
 
 def settle(
