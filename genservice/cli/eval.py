@@ -218,6 +218,10 @@ def eval_command(args: argparse.Namespace) -> int:
     tasks = load_eval_tasks(args.tasks, args.per_family, args.limit, domains)
     if not tasks:
         raise UsageError("no tasks to evaluate")
+    try:  # before the work, not after it: a long evaluation is never lost to its folder
+        Path(args.output).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write the results to {args.output}: {exc}") from exc
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 

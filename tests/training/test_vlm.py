@@ -253,6 +253,11 @@ def test_eval_reads_pictures_with_a_vlm_and_refuses_them_without(
     assert image["invalidity"] is not None and "image_match_median" in image
     code = main([*args, "--model", str(text_model), "--modality", "image", "-o", str(out)])
     assert code == 2 and "text only" in capsys.readouterr().err
+    # A folder that cannot be written is said before the work, not after it.
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    code = main([*args, "--model", str(vlm), "-o", str(blocked / "eval")])
+    assert code == 2 and "cannot write the results to" in capsys.readouterr().err
 
 
 def test_the_vlm_stage_config_joins_a_vision_encoder_to_the_shipped_model() -> None:
