@@ -28,7 +28,7 @@ import json
 import statistics
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -295,9 +295,9 @@ def fit_task(
     # earlier start.
     program, score, fit = max(outcomes, key=lambda o: (o[1].rank, -outcomes.index(o)))
     fit.starts = len(chosen)
-    if task.get("images"):
+    if task.get("images"):  # a copy: an unfitted start's score is also the served one's
         candidates = [(p, s) for p, s, _ in outcomes] + [(p, s) for p, s, _ in ranked]
-        score.rivals = _rivals(candidates, pool, limits)
+        score = replace(score, rivals=_rivals(candidates, pool, limits))
     result.after_fit, result.fit, result.best_program_fit = score, fit.to_dict(), program
 
 

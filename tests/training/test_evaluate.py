@@ -7,7 +7,7 @@ import json
 import pytest
 
 from genservice.generation.image_match import PASS
-from training.evaluate import markdown_table, report, run_evaluation, write_outputs
+from training.evaluate import markdown_table, report, run_evaluation, summarise, write_outputs
 
 PLATE = """import cadquery as cq
 
@@ -264,3 +264,30 @@ def test_the_fit_starts_from_several_candidates_as_served(pool, tmp_path):
     assert "diameter" in (answers[1].best_program_fit or "")
     assert "width" in (answers[2].best_program_fit or "") and two.iou > one.iou + 0.2
     assert (two.image_match or 0) > (one.image_match or 0)  # chosen blind, by the picture
+
+
+def test_an_answer_whose_picture_fits_another_part_too_is_counted_unsettled(pool, tmp_path):
+    """Edge-on, the pictured open tray and a solid block are one rectangle: the answer has a
+    rival (settle.py), so it is not VALID as pictured, as serving calls it; the score of the
+    gallery-and-samples answer before the fit is left as it was."""
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import View, render
+
+    block = "import cadquery as cq\nresult = cq.Workplane('XY').box(60, 40, 12)\n"
+    tray = block.rstrip() + ".faces('>Z').shell(-1.5)\n"
+    parts, _ = script_parts(tray, pool, domain="cad")
+    picture = tmp_path / "edge.png"
+    Image.fromarray(render(parts, [View.orbit(0, 0, True, 35)], 128)).save(picture)
+    task = {"id": "edge-on", "domain": "cad", "family": "tray", "split": "test",
+            "prompt": "make this", "reference": tray, "images": [str(picture)]}  # fmt: skip
+    (result,) = run_evaluation(
+        [task], lambda t, n, s: [block][:n], pool, n=1, seed=0, fit=1,
+        retrieve=lambda t: [(tray, "tray")],
+    )  # fmt: skip
+    answer = result.after_fit
+    assert answer is not None and answer.rivals, answer
+    assert result.served is not None and result.served.rivals is None
+    fitted = summarise([result])["after_fit"]["best_of_1"]
+    assert fitted["as_pictured"] == 0.0 and fitted["unsettled"] == 1.0
