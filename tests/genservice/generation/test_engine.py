@@ -38,7 +38,9 @@ def test_the_best_candidate_is_chosen_by_the_validators(monkeypatch, causal, poo
     assert [c.valid for c in result.candidates] == [True, False, False]
     assert result.seed == 9 and result.sampling["n"] == 3 and seen["seed"] == 9
     assert seen["messages"][0]["role"] == "system" and "a box" in seen["messages"][1]["content"]
-    assert set(result.timings) == {"generate_s", "pool_wait_s", "validate_s", "repair_s", "fit_s"}
+    assert set(result.timings) == {
+        "generate_s", "pool_wait_s", "validate_s", "repair_s", "fit_s", "settle_s"
+    }  # fmt: skip
     assert result.repairs == []  # a valid candidate: no repair round
     assert result.model_id == causal.model_id and result.weights_sha256 == causal.weights_sha256
     stages = [e[0] for e in events]
