@@ -487,7 +487,8 @@ def _fit_to_request(
     added, in rerank's order, and what the fit that came out first did under result["fit"]."""
     from genservice.generation.engine import wants_fit
     from genservice.generation.fit import fit_candidate, fit_starts
-    from genservice.generation.rerank import verdict_order
+    from genservice.generation.rerank import fit_rank, verdict_order
+    from genservice.generation.settle import served_fit
     from validators.report import Report
 
     rt, job = ctx.runtime, ctx.job
@@ -530,6 +531,9 @@ def _fit_to_request(
         return [*fitted, *scored]
     # A fitted candidate goes before any it ties with (its start among them): sorted is stable.
     ordered = sorted([*fitted, *scored], key=lambda c: verdict_order(Report.from_dict(c["report"])))
+    if ordered[0].get("fitted_from") is not None:  # fits within the check's noise: the earlier
+        chosen = fitted[served_fit([fit_rank(Report.from_dict(c["report"])) for c in fitted])]
+        ordered = [chosen, *(c for c in ordered if c is not chosen)]
     first = ordered[0].get("fitted_from")
     result["fit"] = next((f for f, s in fits if s["index"] == first), fits[0][0]).to_dict()
     return ordered

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from genservice.generation.fit import FIT_STARTS, fit_starts
+from genservice.generation.settle import served_fit
 
 GenerateFn = Callable[[dict[str, Any], int, int], list[str]]
 # (task, failed program, its error {kind, message, line}, n, seed) -> n repaired programs
@@ -291,14 +292,22 @@ def fit_task(
         designs=[design for _, _, design in ranked],
     )  # fmt: skip
     outcomes = [_fit_one(task, *ranked[i][:2], rounds, pool, limits) for i in chosen]
-    # Blind, as serving orders them: every check, then the picture, then reward; ties keep the
-    # earlier start.
-    program, score, fit = max(outcomes, key=lambda o: (o[1].rank, -outcomes.index(o)))
+    # Blind, as serving chooses (settle.served_fit): passing every check, then the picture;
+    # fits within the check's noise of the best keep the earlier start.
+    served = served_fit([(not s.all_checks, s.image_match or 0.0) for _, s, _ in outcomes])
+    program, score, fit = outcomes[served]
     fit.starts = len(chosen)
+    fitted = fit.to_dict()
+    if len(outcomes) > 1:  # every start's fitted part, so a run shows what the choice did
+        fitted["by_start"] = [
+            {"all_checks": s.all_checks, "image_match": s.image_match, "iou": s.iou}
+            for _, s, _ in outcomes
+        ]
+        fitted["served_start"] = served
     if task.get("images"):  # a copy: an unfitted start's score is also the served one's
         candidates = [(p, s) for p, s, _ in outcomes] + [(p, s) for p, s, _ in ranked]
         score = replace(score, rivals=_rivals(candidates, pool, limits))
-    result.after_fit, result.fit, result.best_program_fit = score, fit.to_dict(), program
+    result.after_fit, result.fit, result.best_program_fit = score, fitted, program
 
 
 def _rivals(

@@ -19,9 +19,9 @@ from genservice.generation.gallery import MAX_RETRIEVE, gallery_candidates
 from genservice.generation.loader import LoadedModel
 from genservice.generation.pictures import read_by_model
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
-from genservice.generation.rerank import rerank, valid_but_the_picture, verdict_order
+from genservice.generation.rerank import fit_rank, rerank, valid_but_the_picture, verdict_order
 from genservice.generation.sampler import SamplingSettings, sample
-from genservice.generation.settle import settle
+from genservice.generation.settle import served_fit, settle
 from validators.cad.request import missed_only_the_request, sizes_off
 from validators.code.validate import check_time
 from validators.report import Report
@@ -534,6 +534,9 @@ def fit_best(
         return fits[0][0], [*fitted, *candidates]
     # A fitted candidate goes before any it ties with (its start among them): sorted is stable.
     ordered = sorted([*fitted, *candidates], key=lambda c: verdict_order(c.report))
+    if ordered[0].fitted_from is not None:  # fits within the check's noise: the earlier start
+        chosen = fitted[served_fit([fit_rank(c.report) for c in fitted])]
+        ordered = [chosen, *(c for c in ordered if c is not chosen)]
     record = next((f for f, s in fits if s.index == ordered[0].fitted_from), fits[0][0])
     return record, ordered
 

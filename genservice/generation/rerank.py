@@ -162,6 +162,11 @@ def verdict_order(report: Report) -> tuple[bool, bool, float, float]:
             -report.reward)  # fmt: skip
 
 
+def fit_rank(report: Report) -> tuple[tuple[bool, bool], float]:
+    """A fitted candidate as settle.served_fit weighs it: its verdict, then its match."""
+    return verdict_order(report)[:2], match_score(report)
+
+
 def match_score(report: Report) -> float:
     """The `image_match` score of a Report (0 without the check)."""
     check = report.checks.get("image_match")

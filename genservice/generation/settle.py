@@ -63,6 +63,21 @@ def rivals(
     return found
 
 
+def served_fit(fits: Sequence[tuple[Any, float]]) -> int:
+    """Which of a picture request's fits (in start order, best-ranked start first: each its
+    verdict order, best lowest, and its image_match) is served: of the fits of the best
+    verdict, the earliest start whose match is within MARGIN of the best match.
+
+    A fit climbs the very score that judges it, so a fit of a later start that ends a little
+    above the first's is no evidence that its part is the pictured one: within MARGIN the
+    check scores different parts alike (see rivals). There the candidates' order before the
+    fit, which needed no climbing, decides; a fit that matches by more than MARGIN wins."""
+    best = min(order for order, _ in fits)
+    top = max(match for order, match in fits if order == best)
+    return next(i for i, (order, match) in enumerate(fits)
+                if order == best and match >= top - MARGIN)  # fmt: skip
+
+
 def _shared(a: Any, b: Any) -> float | None:
     """The volumetric IoU of two meshes centred and scaled to unit size (None when either
     cannot be compared)."""

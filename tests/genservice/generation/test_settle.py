@@ -91,3 +91,17 @@ def test_the_api_marks_its_candidates_as_the_engine_does(pool) -> None:
     assert not any(c["valid"] for c in out)
     rivals = out[0]["report"]["checks"]["image_match"]["detail"]["rivals"]
     assert [r["candidate"] for r in rivals] == [out[1]["index"]]
+
+
+def test_a_fit_of_another_start_is_served_only_when_it_matches_clearly_better() -> None:
+    """A fit climbs the score that judges it: a later start's fit that ends within the check's
+    noise (MARGIN) of the first's is no reason to serve a different part; one clearly better
+    is; and a better verdict wins whatever the match."""
+    from genservice.generation.settle import MARGIN, served_fit
+
+    valid, not_as_asked = (False, False), (True, False)
+    assert served_fit([(valid, 0.95), (valid, 0.95 + MARGIN / 2)]) == 0
+    assert served_fit([(valid, 0.90), (valid, 0.90 + 2 * MARGIN)]) == 1
+    assert served_fit([(valid, 0.90), (valid, 0.95), (valid, 0.96)]) == 1, "the earliest near"
+    assert served_fit([(not_as_asked, 0.99), (valid, 0.80)]) == 1, "the verdict first"
+    assert served_fit([(valid, 0.80)]) == 0
