@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from PIL import Image
 
 from exporters.render import View
@@ -105,3 +106,40 @@ def test_a_fit_of_another_start_is_served_only_when_it_matches_clearly_better() 
     assert served_fit([(valid, 0.90), (valid, 0.95), (valid, 0.96)]) == 1, "the earliest near"
     assert served_fit([(not_as_asked, 0.99), (valid, 0.80)]) == 1, "the verdict first"
     assert served_fit([(valid, 0.80)]) == 0
+
+
+def _matching(score: float):
+    """A Report that passes every check and matches the picture at `score`."""
+    from validators.report import Check, Report
+
+    return Report.build(True, 0.9, {"solid": Check(1.0, True), "image_match": Check(score, True)})
+
+
+@pytest.mark.parametrize(("second", "served_from"), [(0.955, 0), (0.99, 1)])
+def test_the_engine_serves_the_first_start_unless_another_fit_is_clearly_better(
+    monkeypatch, second: float, served_from: int
+) -> None:
+    """fit_best with the fit itself stood in for (each start 'fits' to a set match): the fit of
+    the second start serves only when it matches by more than MARGIN better than the first's."""
+    from genservice.generation import engine
+    from genservice.generation.fit import Fit, Trial
+    from genservice.generation.rerank import Scored
+
+    fitted_to = {"first": 0.95, "second": second}
+
+    def fit_candidate(domain, pool, picture, program, report, *args, **kwargs) -> Fit:
+        fitted = f"{program} (fitted)"
+        record = Scored(fitted, _matching(fitted_to[program]), 0.9, 0)
+        trial = Trial(fitted, True, fitted_to[program], record)
+        return Fit(fitted, trial, report.checks["image_match"].score, fitted_to[program])
+
+    monkeypatch.setattr(engine, "fit_candidate", fit_candidate)
+    candidates = [
+        Candidate("first", 0.9, True, 0, _matching(0.90), ""),
+        Candidate("second", 0.9, True, 1, _matching(0.85), ""),
+    ]
+    request = engine.GenerationRequest("make this", images=(Image.new("RGB", (32, 32)),), fit=1)
+    fit, ordered = engine.fit_best(request, candidates, pool=None)
+    assert ordered[0].fitted_from == served_from
+    assert fit.score_after == fitted_to[["first", "second"][served_from]], "its own record"
+    assert {c.program for c in ordered} >= {"first", "second"}, "nothing is lost"
