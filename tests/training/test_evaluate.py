@@ -264,6 +264,10 @@ def test_the_fit_starts_from_several_candidates_as_served(pool, tmp_path):
     assert "diameter" in (answers[1].best_program_fit or "")
     assert "width" in (answers[2].best_program_fit or "") and two.iou > one.iou + 0.2
     assert (two.image_match or 0) > (one.image_match or 0)  # chosen blind, by the picture
+    # Every start's fitted part is recorded beside the one served, for bench/served_fit.py.
+    fit = answers[2].fit or {}
+    assert len(fit["by_start"]) == 2 and fit["by_start"][fit["served_start"]]["iou"] == two.iou
+    assert "by_start" not in (answers[1].fit or {}), "one start: nothing to choose"
 
 
 def test_an_answer_whose_picture_fits_another_part_too_is_counted_unsettled(pool, tmp_path):
