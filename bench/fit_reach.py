@@ -19,9 +19,11 @@ the seconds a fit took. The reference only measures: the fit sees the picture an
 
 `--free-camera` scores every trial from wherever it looks most like the picture instead of
 from near the best part's camera (fit.HOLD_CAMERA), the fit as it was before the camera was held.
+`--move-cost C` sets fit.MOVE_COST: a change must raise the match by C per unit of |log| of how
+far it moves its parameter (beyond fit.GAIN), so the fit does not drift on gains within noise.
 
 Usage: .venv/bin/python -m bench.fit_reach [--tasks FILE] [--limit 24] [--k 8] [--rounds 3]
-       [--free-camera]
+       [--free-camera] [--move-cost C]
 """
 
 from __future__ import annotations
@@ -116,6 +118,12 @@ def main() -> None:
         action="store_true",
         help="score each trial from anywhere, not near the best part's camera",
     )
+    parser.add_argument(
+        "--move-cost",
+        type=float,
+        default=None,
+        help="fit.MOVE_COST: the match a change must buy per unit of |log| of its move",
+    )
     parser.add_argument("-o", "--output", type=Path, default=RESULTS)
     args = parser.parse_args()
 
@@ -130,6 +138,8 @@ def main() -> None:
         raise SystemExit("the shipped model has no gallery: build one with `corpus gallery`")
     counts = [int(r) for r in args.rounds.split(",")]
     fit.HOLD_CAMERA = not args.free_camera
+    if args.move_cost is not None:
+        fit.MOVE_COST = args.move_cost
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     with (
@@ -158,6 +168,7 @@ def main() -> None:
         "tasks": str(args.tasks),
         "k": args.k,
         "camera": "free" if args.free_camera else "held",
+        "move_cost": fit.MOVE_COST,
         "reach": [reach(rows, count, start) for start in STARTS for count in counts]
         if rows
         else [],

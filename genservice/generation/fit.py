@@ -61,6 +61,10 @@ MAX_FIT = 6  # rounds a request may ask for
 ROUND_STEPS = ((0.5, 0.7, 1.4, 2.0), (0.8, 0.9, 1.12, 1.25), (0.93, 0.97, 1.03, 1.07))
 MAX_PARAMETERS = 10  # parameters tried per round (the first ones in the program)
 GAIN = 0.005  # the least rise in image_match score that counts as better
+# The rise in image_match a change must buy per unit of |log| of how far it moves a parameter
+# (×1.4: 0.34), beyond GAIN: one picture leaves depth free, so a fit that climbs its own score
+# drifts from the start's shape on gains within the check's noise (docs/pictures.md).
+MOVE_COST = 0.0
 HOLD_CAMERA = True  # trials are seen from near the best part's camera (image_match.seen_from)
 DEADLINE_S = 60.0  # the whole fit stops starting rounds after this long
 # A picture request fits this many of its best candidates of different designs, not the best
@@ -350,6 +354,15 @@ def trial_values(value: int | float, steps: tuple[float, ...]) -> list[int | flo
     return [v for v in dict.fromkeys(tried) if v != value]
 
 
+def move_cost(values: Mapping[str, int | float], name: str, tried: int | float) -> float:
+    """The rise in image_match, beyond GAIN, that moving `name` from its value to `tried` must
+    buy (MOVE_COST per unit of |log| of the ratio)."""
+    value = values[name]
+    if MOVE_COST <= 0 or value == 0 or tried == 0 or (value < 0) != (tried < 0):
+        return 0.0
+    return MOVE_COST * abs(math.log(tried / value))
+
+
 def fit_to_picture(
     start: Trial,
     request_text: str,
@@ -393,7 +406,11 @@ def fit_to_picture(
         fit.rounds = round_ + 1
         if progress is not None:
             progress(round_ + 1, rounds)
-        better = {s.program: s for s in scored if s.valid and s.match > current_score + GAIN}
+        better = {
+            s.program: s
+            for s in scored
+            if s.valid and s.match > current_score + GAIN + move_cost(values, *trials[s.program])
+        }
         if not better:
             continue
         # The best change of each parameter, and all of them at once.

@@ -77,6 +77,29 @@ def test_the_fit_moves_toward_the_picture_and_only_through_valid_parts():
     assert _value(fit.program, "width") <= 21.0, "a part that fails its checks is never kept"
 
 
+def test_a_move_must_buy_a_match_in_proportion_to_how_far_it_goes(monkeypatch):
+    """With a cost per move, doubling a measure for a rise within the check's noise is not
+    taken (the start's shape stays), a doubling that buys a clear rise is, and small steps
+    cost little."""
+    from genservice.generation import fit as fitting
+
+    def nearly_flat(programs: list[str], near: object = None) -> list[Trial]:
+        # The picture barely tells widths apart: 0.008 better at twice the width.
+        return [Trial(p, True, 0.9 + 0.008 * _value(p, "width") / 20.0) for p in programs]
+
+    start = Trial(PLATE.format(width=20.0), True, 0.908)
+    monkeypatch.setattr(fitting, "MOVE_COST", 0.0)
+    assert fit_to_picture(start, "make this", nearly_flat, rounds=1).improved, "it drifts"
+    monkeypatch.setattr(fitting, "MOVE_COST", 0.029)
+    assert not fit_to_picture(start, "make this", nearly_flat, rounds=1).improved
+    validate, _ = _toward_width(40.0)
+    fit = fit_to_picture(Trial(start.program, True, 0.5), "make this", validate, rounds=3)
+    assert abs(_value(fit.program, "width") - 40.0) < 4.0, "a clear gain still moves it"
+    assert fitting.move_cost({"w": 10.0}, "w", 20.0) == pytest.approx(0.029 * 0.6931, rel=1e-3)
+    assert fitting.move_cost({"w": 10.0}, "w", 10.7) < 0.002
+    assert fitting.move_cost({"n": 0}, "n", 1) == 0.0, "from zero: no ratio to weigh"
+
+
 def test_each_round_sees_its_trials_from_the_camera_the_best_part_was_seen_from(monkeypatch):
     """One photograph, one camera: a round's trials are scored from near the pose its best
     part so far matched from (the start's, then each winner's), not from anywhere."""
