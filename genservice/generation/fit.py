@@ -63,7 +63,8 @@ MAX_PARAMETERS = 10  # parameters tried per round (the first ones in the program
 GAIN = 0.005  # the least rise in image_match score that counts as better
 # The rise in image_match a change must buy per unit of |log| of how far it moves a parameter
 # (×1.4: 0.34), beyond GAIN: one picture leaves depth free, so a fit that climbs its own score
-# drifts from the start's shape on gains within the check's noise (docs/pictures.md).
+# drifts from the start's shape on gains within the check's noise. Off: at 0.029 it stopped as
+# many right small steps as drifts (docs/pictures.md, "Which fit is served").
 MOVE_COST = 0.0
 HOLD_CAMERA = True  # trials are seen from near the best part's camera (image_match.seen_from)
 DEADLINE_S = 60.0  # the whole fit stops starting rounds after this long
