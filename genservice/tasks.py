@@ -531,7 +531,7 @@ def _fit_to_request(
         return [*fitted, *scored]
     # A fitted candidate goes before any it ties with (its start among them): sorted is stable.
     ordered = sorted([*fitted, *scored], key=lambda c: verdict_order(Report.from_dict(c["report"])))
-    if ordered[0].get("fitted_from") is not None:  # fits within the check's noise: the earlier
+    if ordered[0].get("fitted_from") is not None:  # which fit serves: settle.served_fit
         chosen = fitted[served_fit([fit_rank(Report.from_dict(c["report"])) for c in fitted])]
         ordered = [chosen, *(c for c in ordered if c is not chosen)]
     first = ordered[0].get("fitted_from")

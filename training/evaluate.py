@@ -292,8 +292,7 @@ def fit_task(
         designs=[design for _, _, design in ranked],
     )  # fmt: skip
     outcomes = [_fit_one(task, *ranked[i][:2], rounds, pool, limits) for i in chosen]
-    # Blind, as serving chooses (settle.served_fit): passing every check, then the picture;
-    # fits within the check's noise of the best keep the earlier start.
+    # Blind, as serving chooses (settle.served_fit): passing every check, then the picture.
     served = served_fit([(not s.all_checks, s.image_match or 0.0) for _, s, _ in outcomes])
     program, score, fit = outcomes[served]
     fit.starts = len(chosen)

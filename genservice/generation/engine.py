@@ -534,7 +534,7 @@ def fit_best(
         return fits[0][0], [*fitted, *candidates]
     # A fitted candidate goes before any it ties with (its start among them): sorted is stable.
     ordered = sorted([*fitted, *candidates], key=lambda c: verdict_order(c.report))
-    if ordered[0].fitted_from is not None:  # fits within the check's noise: the earlier start
+    if ordered[0].fitted_from is not None:  # which fit serves: settle.served_fit
         chosen = fitted[served_fit([fit_rank(c.report) for c in fitted])]
         ordered = [chosen, *(c for c in ordered if c is not chosen)]
     record = next((f for f, s in fits if s.index == ordered[0].fitted_from), fits[0][0])

@@ -28,6 +28,10 @@ from validators.report import Check, Report
 MARGIN = 0.02  # image_match within which two candidates are equally good answers
 SAME_SHAPE = 0.7  # volumetric IoU at or above which two candidates are one part
 MAX_RIVALS = 8  # candidates compared with the best at most (the closest matches first)
+# How much better a later start's fit must match to be served over an earlier one's. MARGIN
+# (keep the earlier start where the check cannot tell) was measured and did not pay: within
+# noise on the fit set, worse on hand-drawn pictures (docs/pictures.md, "Which fit is served").
+SERVE_WITHIN = 0.0
 
 Shape = Callable[[str], Any]  # a program -> its combined mesh (trimesh), None when it fails
 
@@ -63,19 +67,19 @@ def rivals(
     return found
 
 
-def served_fit(fits: Sequence[tuple[Any, float]]) -> int:
+def served_fit(fits: Sequence[tuple[Any, float]], within: float | None = None) -> int:
     """Which of a picture request's fits (in start order, best-ranked start first: each its
     verdict order, best lowest, and its image_match) is served: of the fits of the best
-    verdict, the earliest start whose match is within MARGIN of the best match.
+    verdict, the earliest start whose match is within `within` (SERVE_WITHIN) of the best.
 
-    A fit climbs the very score that judges it, so a fit of a later start that ends a little
-    above the first's is no evidence that its part is the pictured one: within MARGIN the
-    check scores different parts alike (see rivals). There the candidates' order before the
-    fit, which needed no climbing, decides; a fit that matches by more than MARGIN wins."""
+    With 0 the highest match serves (ties: the earlier start). With MARGIN, a later start's
+    fit serves only when it matches clearly better: a fit climbs the score that judges it,
+    and within MARGIN the check scores different parts alike (bench/served_fit.py compares)."""
+    within = SERVE_WITHIN if within is None else within
     best = min(order for order, _ in fits)
     top = max(match for order, match in fits if order == best)
     return next(i for i, (order, match) in enumerate(fits)
-                if order == best and match >= top - MARGIN)  # fmt: skip
+                if order == best and match >= top - within)  # fmt: skip
 
 
 def _shared(a: Any, b: Any) -> float | None:

@@ -94,16 +94,18 @@ def test_the_api_marks_its_candidates_as_the_engine_does(pool) -> None:
     assert [r["candidate"] for r in rivals] == [out[1]["index"]]
 
 
-def test_a_fit_of_another_start_is_served_only_when_it_matches_clearly_better() -> None:
-    """A fit climbs the score that judges it: a later start's fit that ends within the check's
-    noise (MARGIN) of the first's is no reason to serve a different part; one clearly better
-    is; and a better verdict wins whatever the match."""
+def test_the_fit_served_is_the_highest_match_unless_asked_to_keep_the_earlier_start() -> None:
+    """By default the fit that matches best serves (ties: the earlier start); with `within`
+    (MARGIN), a later start's fit serves only when it matches clearly better; a better
+    verdict wins whatever the match."""
     from genservice.generation.settle import MARGIN, served_fit
 
     valid, not_as_asked = (False, False), (True, False)
-    assert served_fit([(valid, 0.95), (valid, 0.95 + MARGIN / 2)]) == 0
-    assert served_fit([(valid, 0.90), (valid, 0.90 + 2 * MARGIN)]) == 1
-    assert served_fit([(valid, 0.90), (valid, 0.95), (valid, 0.96)]) == 1, "the earliest near"
+    assert served_fit([(valid, 0.95), (valid, 0.95 + MARGIN / 2)]) == 1
+    assert served_fit([(valid, 0.95), (valid, 0.95)]) == 0, "ties: the earlier start"
+    assert served_fit([(valid, 0.95), (valid, 0.95 + MARGIN / 2)], within=MARGIN) == 0
+    assert served_fit([(valid, 0.90), (valid, 0.90 + 2 * MARGIN)], within=MARGIN) == 1
+    assert served_fit([(valid, 0.90), (valid, 0.95), (valid, 0.96)], within=MARGIN) == 1
     assert served_fit([(not_as_asked, 0.99), (valid, 0.80)]) == 1, "the verdict first"
     assert served_fit([(valid, 0.80)]) == 0
 
@@ -115,13 +117,15 @@ def _matching(score: float):
     return Report.build(True, 0.9, {"solid": Check(1.0, True), "image_match": Check(score, True)})
 
 
-@pytest.mark.parametrize(("second", "served_from"), [(0.955, 0), (0.99, 1)])
-def test_the_engine_serves_the_first_start_unless_another_fit_is_clearly_better(
-    monkeypatch, second: float, served_from: int
+@pytest.mark.parametrize(
+    ("second", "within", "served_from"), [(0.955, 0.0, 1), (0.945, 0.0, 0), (0.955, 0.02, 0)]
+)
+def test_the_engine_serves_the_fit_settle_chooses(
+    monkeypatch, second: float, within: float, served_from: int
 ) -> None:
-    """fit_best with the fit itself stood in for (each start 'fits' to a set match): the fit of
-    the second start serves only when it matches by more than MARGIN better than the first's."""
-    from genservice.generation import engine
+    """fit_best with the fit itself stood in for (each start 'fits' to a set match): the
+    higher match serves, or with SERVE_WITHIN the earlier start unless clearly beaten."""
+    from genservice.generation import engine, settle
     from genservice.generation.fit import Fit, Trial
     from genservice.generation.rerank import Scored
 
@@ -134,6 +138,7 @@ def test_the_engine_serves_the_first_start_unless_another_fit_is_clearly_better(
         return Fit(fitted, trial, report.checks["image_match"].score, fitted_to[program])
 
     monkeypatch.setattr(engine, "fit_candidate", fit_candidate)
+    monkeypatch.setattr(settle, "SERVE_WITHIN", within)
     candidates = [
         Candidate("first", 0.9, True, 0, _matching(0.90), ""),
         Candidate("second", 0.9, True, 1, _matching(0.85), ""),
