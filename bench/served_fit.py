@@ -20,7 +20,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from genservice.generation.settle import MARGIN
+from genservice.generation.settle import MARGIN, served_fit
 
 CLOSER = 0.01  # an IoU difference smaller than this is the same answer
 
@@ -28,8 +28,6 @@ CLOSER = 0.01  # an IoU difference smaller than this is the same answer
 def chosen(by_start: list[dict[str, Any]], within: float) -> int:
     """The start settle.served_fit serves with `within`: passing every check first, then the
     earliest whose match is within `within` of the highest."""
-    from genservice.generation.settle import served_fit
-
     return served_fit(
         [(not s["all_checks"], s["image_match"] or 0.0) for s in by_start], within=within
     )

@@ -1,4 +1,4 @@
-"""bench/served_fit.py compares, paired, the fit serving chose with the highest-matching one."""
+"""bench/served_fit.py compares, paired, the highest-matching fit with the earlier start's."""
 
 from __future__ import annotations
 
