@@ -130,6 +130,13 @@ def add_corpus_commands(sub: Any) -> None:
         default=1,
         help="pictures of the part in each task, from different sides (1-4, default 1)",
     )
+    images.add_argument(
+        "--rig",
+        type=float,
+        default=None,
+        help="share of pictures that are the four-view rig (default: the training mix; "
+        "1: every picture, as multi-view research evaluations read parts)",
+    )
     images.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     images.add_argument("--split", action="append", choices=SPLIT_CHOICES, help="keep only these")
     images.add_argument(
@@ -230,7 +237,7 @@ def _gallery(args: argparse.Namespace) -> int:
 def _images(args: argparse.Namespace) -> int:
     """`genservice corpus images`: the source rows again, with image tasks after them."""
     from genservice.cli.common import open_pool, sandbox_limits
-    from training.corpus.images import write_image_corpus
+    from training.corpus.images import RIG_SHARE, write_image_corpus
 
     if not args.source.is_file():
         raise UsageError(f"{args.source} is not a file")
@@ -257,6 +264,7 @@ def _images(args: argparse.Namespace) -> int:
                 images_only=args.images_only,
                 progress=not args.quiet and not args.json,
                 views=args.views,
+                rig_share=RIG_SHARE if args.rig is None else args.rig,
             )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc

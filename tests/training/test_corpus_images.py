@@ -6,6 +6,7 @@ import json
 import random
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from genservice.task_audit import image_problems
@@ -15,6 +16,7 @@ from training.corpus.images import (
     draw_look,
     drawable,
     image_spec,
+    image_tasks,
     image_words,
     plan_images,
     write_image_corpus,
@@ -61,6 +63,21 @@ def test_looks_vary_and_repeat_by_seed() -> None:
     assert {look.views for look in looks} == {"orbit", "rig"}
     assert len({look.color for look in looks}) > 3 and len({look.size for look in looks}) > 3
     assert draw_look(random.Random("s:7")) == looks[7]
+
+
+def test_an_evaluation_may_ask_for_every_picture_to_be_the_rig() -> None:
+    """A multi-view evaluation draws every part with the four-view rig; the default mix keeps
+    its one-view pictures, and the share never changes which rows are drawn."""
+    rows = [dict(ROWS[0], id=f"part-{k}") for k in range(40)]
+    rig = [plan_images(row, 3, 1, 0.5, rig_share=1.0) for row in rows]
+    mixed = [plan_images(row, 3, 1, 0.5) for row in rows]
+    assert [bool(plans) for plans in rig] == [bool(plans) for plans in mixed]
+    assert all(plan[1].views == "rig" for plans in rig for plan in plans)
+    assert {plan[1].views for plans in mixed for plan in plans} == {"orbit", "rig"}
+    none = [plan_images(row, 3, 1, 0.5, rig_share=0.0) for row in rows]
+    assert all(plan[1].views == "orbit" for plans in none for plan in plans)
+    with pytest.raises(ValueError, match="rig"):
+        next(image_tasks(rows, Path("."), 0, 1, 1.0, None, 1, rig_share=1.5))
 
 
 def test_words_give_a_size_or_none_and_the_spec_follows() -> None:

@@ -42,6 +42,9 @@ from training.corpus.base import read_task_rows
 
 CHUNK = 32  # references run and drawn together
 MAX_VIEWS = 4  # pictures of one part a task may show (as a request may carry)
+# The share of pictures that are the four-view rig (the rest: one view from a random place);
+# an evaluation of multi-view reading (as research systems read pictures) asks for all rig.
+RIG_SHARE = 0.15
 IMAGE_DIR = "images"  # beside the JSONL file
 STYLES = {"shaded": 0.5, "lines": 0.18, "normals": 0.14, "silhouette": 0.08, "depth": 0.1}
 PART_COLOURS = [
@@ -102,9 +105,10 @@ class Look:
         return json.dumps(asdict(self), sort_keys=True)
 
 
-def draw_look(rng: random.Random) -> Look:
-    """A random look: mostly one view from above the horizon, sometimes the four-view rig."""
-    rig = rng.random() < 0.15
+def draw_look(rng: random.Random, rig_share: float = RIG_SHARE) -> Look:
+    """A random look: mostly one view from above the horizon, the four-view rig `rig_share`
+    of the time."""
+    rig = rng.random() < rig_share
     style = rng.choices(list(STYLES), weights=list(STYLES.values()))[0]
     if rng.random() < 0.1:  # square on, as a screenshot of a front or side view would be
         azimuth, elevation = rng.choice([0.0, 90.0, 180.0, 270.0]), rng.choice([0.0, 90.0])
@@ -255,10 +259,15 @@ Plan = tuple[str, Look, str, str, tuple[tuple[str, Look], ...]]
 
 
 def plan_images(
-    row: dict[str, Any], seed: int | str, per_task: int, share: float, views: int = 1
+    row: dict[str, Any],
+    seed: int | str,
+    per_task: int,
+    share: float,
+    views: int = 1,
+    rig_share: float = RIG_SHARE,
 ) -> list[Plan]:
     """The pictures to draw of a row (none when it is not drawable or not drawn), `views`
-    pictures of the part a task."""
+    pictures of the part a task, the four-view rig `rig_share` of the time."""
     if not drawable(row):
         return []
     rng = random.Random(f"{seed}:image:{row['id']}")
@@ -266,7 +275,7 @@ def plan_images(
         return []
     plans = []
     for k in range(per_task):
-        look = draw_look(rng)
+        look = draw_look(rng, rig_share)
         words, sized = image_words(row, rng)
         # A generator of its own, so that the first pictures are the same whatever `views` is.
         sides = random.Random(f"{seed}:views:{row['id']}:{k}")
@@ -288,6 +297,7 @@ def image_tasks(
     stats: ImageStats | None = None,
     progress: Callable[[int], None] | None = None,
     views: int = 1,
+    rig_share: float = RIG_SHARE,
 ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Each row with its image rows (`share` of the drawable rows get `per_task` tasks of
     `views` pictures each, drawn into `folder`, the JSONL file's folder), in order;
@@ -298,10 +308,12 @@ def image_tasks(
         raise ValueError(f"pictures per task must be at least 1, got {per_task}")
     if not 1 <= views <= MAX_VIEWS:
         raise ValueError(f"views of a part must be 1 to {MAX_VIEWS}, got {views}")
+    if not 0 <= rig_share <= 1:
+        raise ValueError(f"the share of rig pictures must be in [0, 1], got {rig_share}")
     stats = stats if stats is not None else ImageStats()
     chunk: list[tuple[dict[str, Any], list[Plan]]] = []
     for row in rows:
-        chunk.append((row, plan_images(row, seed, per_task, share, views)))
+        chunk.append((row, plan_images(row, seed, per_task, share, views, rig_share)))
         if sum(1 for _, plans in chunk if plans) >= CHUNK:
             yield from _draw_chunk(chunk, folder, pool, workers, limits, stats, progress)
             chunk = []
@@ -388,6 +400,7 @@ def write_image_corpus(
     images_only: bool = False,
     progress: bool = True,
     views: int = 1,
+    rig_share: float = RIG_SHARE,
 ) -> ImageSummary:
     """Read a task JSONL, write it again with image tasks after the rows they were drawn from
     (only the image tasks with `images_only`), pictures under output's folder; atomic."""
@@ -414,6 +427,7 @@ def write_image_corpus(
                 stats,
                 advance,
                 views,
+                rig_share,
             ):
                 for kept in ([] if images_only else [row]) + images:
                     out.write(json.dumps(kept, ensure_ascii=False) + "\n")
