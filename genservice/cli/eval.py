@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from genservice.cli.common import UsageError, cli_device, sandbox_limits
+from genservice.generation import fit as fit_module
 from genservice.generation.engine import MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT, MAX_FIT_STARTS
 from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, gallery_candidates
@@ -84,6 +85,14 @@ def add_eval_command(sub: Any) -> None:
         help="image tasks with --fit: fit the best and the next best candidates of other "
         f"designs, up to K, and answer the one that ranks first after (serving's is "
         f"{FIT_STARTS}; 1: the best alone); default {FIT_STARTS}",
+    )
+    parser.add_argument(
+        "--fit-camera",
+        choices=("held", "free"),
+        default="held",
+        help="image tasks with --fit: score each fit trial from near the camera the best part "
+        "so far was seen from, as serving does (held), or from wherever it looks most like the "
+        "picture (free: about three times as long); default held",
     )
     parser.add_argument(
         "--retrieve",
@@ -307,22 +316,26 @@ def eval_command(args: argparse.Namespace) -> int:
         pool = SandboxPool(size=workers, limits=limits, isolation=isolation, preload=preload)
     except SandboxUnavailable as exc:
         raise UsageError(str(exc)) from exc
-    with pool, progress:
-        bar = progress.add_task("evaluating", total=len(tasks))
-        results = run_evaluation(
-            tasks,
-            generate,
-            pool,
-            n=args.n,
-            seed=args.seed,
-            limits=limits,
-            progress=lambda done, total: progress.update(bar, completed=done),
-            repair=repair,
-            rounds=args.repair,
-            fit=args.fit,
-            retrieve=retrieve if args.retrieve else None,
-            fit_starts=args.fit_starts,
-        )
+    held, fit_module.HOLD_CAMERA = fit_module.HOLD_CAMERA, args.fit_camera == "held"
+    try:
+        with pool, progress:
+            bar = progress.add_task("evaluating", total=len(tasks))
+            results = run_evaluation(
+                tasks,
+                generate,
+                pool,
+                n=args.n,
+                seed=args.seed,
+                limits=limits,
+                progress=lambda done, total: progress.update(bar, completed=done),
+                repair=repair,
+                rounds=args.repair,
+                fit=args.fit,
+                retrieve=retrieve if args.retrieve else None,
+                fit_starts=args.fit_starts,
+            )
+    finally:  # the module's own setting again, for whatever runs next in this process
+        fit_module.HOLD_CAMERA = held
     meta = {
         "model": str(model_dir),
         "model_id": loaded.model_id,
@@ -346,6 +359,7 @@ def eval_command(args: argparse.Namespace) -> int:
         "fit": args.fit,
         "retrieve": args.retrieve,
         "fit_starts": args.fit_starts,
+        "fit_camera": args.fit_camera,
         "fitting": FITTING.format(k=args.fit, starts=args.fit_starts) if args.fit else "",
         "command": "genservice " + " ".join(sys.argv[1:]),
     }

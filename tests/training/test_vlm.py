@@ -239,13 +239,18 @@ def test_eval_reads_pictures_with_a_vlm_and_refuses_them_without(
     image_data: Path, text_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from genservice.cli import main
+    from genservice.generation import fit
     from training.vlm import build_vlm
 
     vlm = build_vlm(text_model, tmp_path / "vlm", VisionSpec(**VISION))
     out = tmp_path / "eval"
     args = ["eval", "--tasks", str(image_data), "--domains", "cad", "--limit", "12", "--n", "2"]
-    code = main([*args, "--model", str(vlm), "--max-new-tokens", "8", "-o", str(out)])
+    code = main([*args, "--model", str(vlm), "--max-new-tokens", "8", "--fit-camera", "free",
+                 "-o", str(out)])  # fmt: skip
     assert code == 0
+    # The run says how its fits were scored, and serving's held camera is back after it.
+    assert json.loads((out / "eval.json").read_text())["meta"]["fit_camera"] == "free"
+    assert fit.HOLD_CAMERA is True
     summary = json.loads((out / "eval.json").read_text())["summary"]
     assert set(summary["modalities"]) == {"image", "text"}
     assert "## Pictures and words" in (out / "eval.md").read_text()
