@@ -227,7 +227,13 @@ def _image_cost(folder: Path, scratch: Path, args: argparse.Namespace) -> dict[s
     picture = Image.fromarray(render(parts, [View.orbit(30, 35)], 224))
     words = "make this, 80 mm across"
     asks = {
-        "image": (loaded.messages("cad", words, images=1), [picture]),
+        # As served: a model that reads look-alikes is shown the gallery's closest part too.
+        "image": (
+            loaded.messages(
+                "cad", words, images=1, look_alike=loaded.look_alike("cad", words, [picture])
+            ),
+            [picture],
+        ),
         "text": (loaded.messages("cad", words), None),
     }
     times: dict[str, dict[str, list[float]]] = {name: {"first": [], "all": []} for name in asks}

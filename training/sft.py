@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from genservice.generation.gallery import carry_gallery
+from genservice.generation.gallery import carry_gallery, mark_look_alikes
 from genservice.generation.pictures import read_by_model
 from genservice.generation.prompts import DOMAINS, build_messages, repair_messages_of
 from genservice.generation.retrieval import INDEX_DIR, ExampleIndex, request_messages
@@ -57,6 +57,7 @@ class Example:
     labels: list[int]
     domain: str
     with_example: bool = False  # the prompt carries a retrieved solved example
+    with_look_alike: bool = False  # the prompt shows a look-alike of its picture
     whole: bool = True  # the whole program (False: cut after its parameter block)
     images: list[str] = field(default_factory=list)  # picture paths of an image task
 
@@ -109,7 +110,16 @@ def task_messages(row: dict, loaded: Any | None = None) -> list[dict[str, Any]]:
         return repair_messages_of(row)
     if row.get("images"):  # a picture carries no retrieved example, when serving either
         shown = read_by_model(row["images"])  # the pictures serving shows the model
-        return build_messages(row["domain"], row["prompt"], images=len(shown))
+        # A training row carries its look-alike (`corpus look-alikes`); an evaluated one is
+        # shown what serving would show this model.
+        look_alike = row.get("look_alike")
+        if look_alike is None and loaded is not None and loaded.reads_look_alikes:
+            from training.evaluate import picture_target
+
+            look_alike = loaded.look_alike(row["domain"], row["prompt"], picture_target(row))
+        return build_messages(
+            row["domain"], row["prompt"], images=len(shown), look_alike=look_alike
+        )
     if loaded is None:
         return build_messages(
             row["domain"], row["prompt"], row.get("previous_program"), row.get("instruction")
@@ -245,7 +255,8 @@ def cut_rows(rows: list[dict], whole_share: float, seed: int) -> list[int | None
 
     CAD and scene rows outside the `whole_share` (a hash of seed and id picks them) stop after
     their parameter block; rows whose body is what the request asks for stay whole: code,
-    compositional parts (each body is its own composition) and repairs (the fix is the point).
+    compositional parts (each body is its own composition), repairs (the fix is the point) and
+    pictures shown a look-alike (adapting its body, or leaving it, is the point).
     """
     cuts: list[int | None] = []
     for i, row in enumerate(rows):
@@ -253,6 +264,7 @@ def cut_rows(rows: list[dict], whole_share: float, seed: int) -> list[int | None
             row["domain"] == "code"
             or row.get("family") == "compositional"
             or bool(row.get("repair"))
+            or row.get("look_alike") is not None
             or _unit_hash(f"{seed}:whole:{row.get('id', i)}") < whole_share
         )
         cuts.append(None if keep else parameter_block_end(row["reference"]))
@@ -538,6 +550,11 @@ def _train_sft(
         f"tokens dropped), {len(val)} val; "
         + (f"{sum(e.with_example for e in train)} with an example; " if solved_index else "")
         + (f"{sum(not e.whole for e in train)} cut after their parameters; " if cuts else "")
+        + (
+            f"{n_look} show a look-alike; "
+            if (n_look := sum(e.with_look_alike for e in train))
+            else ""
+        )
         + f"{n_params / 1e6:.2f}M parameters; "
         f"{total_steps} steps of {train_cfg.batch_size}×{train_cfg.grad_accum} on {device}"
         + (" (bf16 autocast)" if bf16 else "")
@@ -669,6 +686,9 @@ def _train_sft(
         raise KeyboardInterrupt
     _save_final(model, tokenizer, output, fmt, solved_index, processor)
     carry_gallery(config.model.from_dir, output)
+    look_alike_rows = sum(e.with_look_alike for e in train)
+    if look_alike_rows:
+        mark_look_alikes(output, look_alike_rows)
     summary = {
         "command": command if command is not None else shlex.join(sys.argv),
         "config": config.to_dict(),
@@ -733,6 +753,11 @@ def _encode_all(
             example = encode_task(tokenizer, row, fmt, cut_at=cut, slots=slots)
         else:
             example.with_example = messages is not None
+        if row.get("look_alike") is not None:  # too long with it: the plain picture prompt
+            example.with_look_alike = len(example.input_ids) <= max_len
+            if not example.with_look_alike:
+                plain = {k: v for k, v in row.items() if k != "look_alike"}
+                example = encode_task(tokenizer, plain, fmt, cut_at=cut, slots=slots)
         example.whole = cut is None
         encoded.append(example)
     kept = [e for e in encoded if len(e.input_ids) <= max_len]
@@ -859,6 +884,7 @@ def _data_summary(
         "reply_tokens": sum(sum(1 for t in e.labels if t != IGNORE_INDEX) for e in train),
         "by_domain": dict(sorted(Counter(e.domain for e in train).items())),
         "with_retrieved_example": sum(e.with_example for e in train),
+        "with_look_alike": sum(e.with_look_alike for e in train),
         "cut_after_parameters": sum(not e.whole for e in train),
         "retrieval": (
             None

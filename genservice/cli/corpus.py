@@ -160,6 +160,25 @@ def add_corpus_commands(sub: Any) -> None:
     )
     gallery.add_argument("--seed", type=int, default=0, help="which programs --limit keeps")
     _sandbox_options(gallery, "sandbox workers")
+    look_alikes = actions.add_parser(
+        "look-alikes",
+        help="give picture rows the look-alike a model reading them is shown",
+        description="Read a task JSONL with picture rows (`corpus images`) and write it again "
+        "with each new CAD and scene picture row given `look_alike`: the program of the part "
+        "in the model's gallery that looks most like its picture (never the row's own "
+        "reference), scaled to the size its words state, found as serving finds it. SFT on "
+        "these rows teaches a model to adapt that part; the trained model is then shown the "
+        "look-alike with every picture request.",
+    )
+    look_alikes.add_argument("source", type=Path, metavar="TASKS.jsonl")
+    look_alikes.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    look_alikes.add_argument(
+        "--model", type=Path, default=None, help="the model whose gallery/ to use (default: "
+        "the shipped model)",
+    )  # fmt: skip
+    look_alikes.add_argument("--workers", type=int, default=2, help="threads (default 2)")
+    look_alikes.add_argument("--quiet", action="store_true", help="no progress bar")
+    look_alikes.add_argument("--json", action="store_true", help="print the summary as JSON")
     families = actions.add_parser("families", help="list the task families")
     families.add_argument("--domains", help="comma-separated: cad,scene,code (default: all)")
     families.add_argument("--json", action="store_true")
@@ -181,7 +200,61 @@ def corpus_command(args: argparse.Namespace) -> int:
         return _images(args)
     if args.action == "gallery":
         return _gallery(args)
+    if args.action == "look-alikes":
+        return _look_alikes(args)
     return _build(args)
+
+
+def _look_alikes(args: argparse.Namespace) -> int:
+    """`genservice corpus look-alikes`: picture rows given the look-alike serving would show."""
+    from genservice.generation.loader import default_model_dir
+    from training.corpus.build import _progress as progress_bar
+    from training.corpus.look_alikes import attach_look_alikes
+
+    if not args.source.is_file():
+        raise UsageError(f"{args.source} is not a file")
+    _check_output(args.output)
+    if args.output.resolve() == args.source.resolve():
+        raise UsageError("write the rows with look-alikes to a new file, not over their source")
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    model_dir = args.model or default_model_dir()
+    bar = None if args.quiet or args.json else progress_bar()
+    task = bar.add_task("finding look-alikes", total=None) if bar is not None else None
+    if bar is not None:
+        bar.start()
+    try:
+        stats = attach_look_alikes(
+            args.source, args.output, model_dir, args.workers,
+            progress=(lambda done, total: bar.update(task, completed=done, total=total))
+            if bar is not None else None,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc}") from exc
+    finally:
+        if bar is not None:
+            bar.stop()
+    found = {
+        "path": str(args.output),
+        "rows": stats.rows,
+        "pictures": stats.pictures,
+        "with_look_alike": stats.shown,
+        "of_the_same_kind": stats.same_kind,
+        "skipped": dict(stats.skipped),
+    }
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0
+    print(
+        f"wrote {stats.rows} rows to {args.output}: {stats.shown} of {stats.pictures} picture "
+        f"rows show a look-alike ({stats.same_kind} of the row's own kind)"
+    )
+    for reason, count in sorted(stats.skipped.items()):
+        if count and reason != "no picture, an edit or code":
+            print(f"  without one: {reason}: {count}")
+    return 0
 
 
 def _gallery(args: argparse.Namespace) -> int:

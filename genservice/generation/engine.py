@@ -214,12 +214,18 @@ def sample_programs(
     retrieved = retrieve_programs(request, loaded) if messages is None else []
     shown = read_by_model(request.images)  # the gallery, the checks and the fit read them all
     if messages is None:
+        new_picture = bool(request.images) and request.previous_program is None
         messages = loaded.messages(
             request.domain,
             request.prompt,
             previous_program=request.previous_program,
             instruction=request.instruction,
             images=len(shown),
+            look_alike=loaded.look_alike(
+                request.domain, request.prompt, list(request.images), retrieved or None
+            )
+            if new_picture
+            else None,
         )
     notify("generating", 0, settings.n)
     completions = sample(

@@ -14,6 +14,11 @@ the numbers the words state, run the same checks, are scored by `image_match` li
 and the fit (fit.py) then moves the best one's parameters toward the picture. A retrieved
 candidate says where it came from (`retrieved_from`, the gallery entry's id).
 
+A model trained with look-alikes (`genservice corpus look-alikes`, then SFT) is also shown the
+program of the picture's closest entry in its prompt, scaled to the words' size, so that its own
+first sample adapts a part of the right kind instead of writing one from a rough reading of the
+picture; `<model>/look_alike.json` says it reads them.
+
 The gallery lives in `<model>/gallery/` (`entries.jsonl.gz`: id, domain, family, program, a
 compositional part's composition;
 `views.npz`: the packed silhouettes; `index.json`: how it was built). `training/gallery.py`
@@ -47,6 +52,8 @@ NAMED = ("front", "top", "right", "iso", "back", "left")  # the rig's four come 
 # the picture about four times in five (docs/pictures.md, "Kinds of part and several fits").
 RETRIEVE_DEFAULT = 8
 MAX_RETRIEVE = 16
+LOOK_ALIKE_FILE = "look_alike.json"  # beside the weights: the model reads a look-alike
+LOOK_ALIKE_MAX_CHARS = 1600  # a longer program is not shown (it would crowd out the reply)
 PER_KIND = 2  # at most this many of one kind of part, so a near look-alike kind is tried too
 
 
@@ -329,18 +336,49 @@ def gallery_candidates(
     return found
 
 
+def look_alike_program(
+    found: Sequence[Retrieved], prompt: str, avoid: str | None = None
+) -> tuple[str, str] | None:
+    """The program a model that reads look-alikes is shown with a picture, and its entry's id:
+    the closest entry (not one whose program is `avoid`, a training row's own reference),
+    scaled to the size the words state; None when there is none or it is longer than
+    LOOK_ALIKE_MAX_CHARS."""
+    for retrieved in found:
+        if retrieved.entry.program == avoid:
+            continue
+        program = retrieved.entry.scaled_to(prompt)
+        return (program, retrieved.entry.id) if len(program) <= LOOK_ALIKE_MAX_CHARS else None
+    return None
+
+
+def reads_look_alikes(model_dir: Path | str) -> bool:
+    """Whether the model in `model_dir` was trained to read a look-alike with a picture."""
+    return (Path(model_dir) / LOOK_ALIKE_FILE).is_file()
+
+
+def mark_look_alikes(output: Path | str, rows: int) -> None:
+    """Record in a trained model's folder that it reads look-alikes (`rows` taught it)."""
+    info = {"rows": rows, "max_chars": LOOK_ALIKE_MAX_CHARS,
+            "shown": "the closest gallery entry's program, scaled to the words' size"}  # fmt: skip
+    (Path(output) / LOOK_ALIKE_FILE).write_text(json.dumps(info, indent=2) + "\n")
+
+
 def carry_gallery(from_dir: Path | str | None, output: Path | str) -> bool:
     """Give a model trained from `from_dir` that model's gallery (its parts and drawings do
-    not depend on the weights, so a fine-tuned model reads pictures with the same catalogue);
-    whether there was one to carry. Whatever gallery `output` held before is replaced."""
+    not depend on the weights, so a fine-tuned model reads pictures with the same catalogue)
+    and, when it reads look-alikes, that mark (the weights carry the habit); whether there was
+    a gallery to carry. Whatever gallery `output` held before is replaced."""
     target = Path(output) / GALLERY_DIR
     source = None if from_dir is None else Path(from_dir) / GALLERY_DIR
     if source is not None and source.resolve() == target.resolve():
         return (source / ENTRIES_FILE).is_file()  # trained in place: it is already there
     shutil.rmtree(target, ignore_errors=True)
+    (Path(output) / LOOK_ALIKE_FILE).unlink(missing_ok=True)
     if source is None or not (source / ENTRIES_FILE).is_file():
         return False
     shutil.copytree(source, target)
+    if reads_look_alikes(source.parent):
+        shutil.copyfile(source.parent / LOOK_ALIKE_FILE, Path(output) / LOOK_ALIKE_FILE)
     return True
 
 

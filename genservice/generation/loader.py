@@ -98,6 +98,30 @@ class LoadedModel:
 
         return Gallery.load(self.path)
 
+    @cached_property
+    def reads_look_alikes(self) -> bool:
+        """Whether a picture request's prompt shows the gallery's closest part (gallery.py)."""
+        from genservice.generation.gallery import reads_look_alikes
+
+        return self.gallery is not None and reads_look_alikes(self.path)
+
+    def look_alike(self, domain: str, prompt: str, pictures: Any, found: Any = None) -> str | None:
+        """The look-alike program this model is shown with a new request's pictures (a list of
+        pictures or an image_match target), or None when it reads none; `found` reuses a
+        gallery look-up (gallery.Retrieved, best first) already made for the request."""
+        if not (self.reads_look_alikes and domain in ("cad", "scene")):
+            return None
+        from genservice.generation.gallery import look_alike_program
+        from genservice.generation.image_match import as_target
+
+        if found is None:
+            if not pictures:
+                return None
+            target = as_target(list(pictures)) if isinstance(pictures, list | tuple) else pictures
+            found = self.gallery.nearest(target, domain, 1)
+        shown = look_alike_program(found, prompt)
+        return shown[0] if shown is not None else None
+
     def messages(
         self,
         domain: str,
@@ -106,13 +130,15 @@ class LoadedModel:
         instruction: str | None = None,
         images: int = 0,
         exclude: tuple[str, ...] = (),
+        look_alike: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Chat messages for a request to this model (with a retrieved example if it uses one)."""
+        """Chat messages for a request to this model (with a retrieved example if it uses one,
+        or the look-alike program of its picture: look_alike())."""
         from genservice.generation.retrieval import request_messages
 
         return request_messages(
             self.tokenizer, self.retrieval, domain, prompt, previous_program, instruction,
-            images, exclude,
+            images, exclude, look_alike=look_alike,
         )  # fmt: skip
 
     def check_images(self, count: int) -> None:

@@ -2,7 +2,9 @@
 
 Every model sees the same messages: a system message per domain saying what to write, then the
 request; for an edit, the previous program and the instruction. A model trained with retrieval
-also sees a solved example (a similar request and its program) before the request. The
+also sees a solved example (a similar request and its program) before the request, and a model
+trained with look-alikes sees, with a picture, the program of the gallery's part that looks most
+like it (gallery.py) before the request. The
 assistant's reply is the program alone (no prose, no code fences), which is what validators run.
 
 A repair (`build_repair_messages`) shows the request, the program that failed and the
@@ -34,16 +36,22 @@ def build_messages(
     instruction: str | None = None,
     images: int = 0,
     example: tuple[str, str] | None = None,
+    look_alike: str | None = None,
 ) -> list[dict[str, Any]]:
     """Chat messages for a request (with `images` image placeholders for a VLM).
 
-    `example` is a solved (request, program) pair shown before the request (see retrieval.py).
+    `example` is a solved (request, program) pair shown before the request (see retrieval.py);
+    `look_alike` the program of a part that looks like the request's picture (gallery.py).
     """
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, not {domain!r}")
     if (previous_program is None) != (instruction is None):
         raise ValueError("an edit needs both the previous program and an instruction")
     text = prompt.strip()
+    if look_alike is not None:
+        if not images or previous_program is not None or example is not None:
+            raise ValueError("a look-alike goes only with a new request's picture")
+        text = f"A part that looks like the picture:\n{look_alike.strip()}\n\nRequest: {text}"
     if example is not None:
         if previous_program is not None:
             raise ValueError("an edit carries its own program; it takes no example")

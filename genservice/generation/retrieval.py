@@ -200,13 +200,17 @@ def request_messages(
     images: int = 0,
     exclude: Iterable[str] = (),
     example: SolvedExample | None = None,
+    look_alike: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Chat messages for a request, with the nearest solved example when the model has an index.
+    """Chat messages for a request, with the nearest solved example when the model has an index
+    (none when a picture's `look_alike` program is shown instead).
 
     The example is left out for edits (they carry their program) and when it does not fit: the
     prompt with it, plus a reply as long as its program, must stay within the index's
     max_seq_len. Training and serving apply this same rule. `example` skips the look-up.
     """
+    if look_alike is not None and previous_program is None:
+        return build_messages(domain, prompt, images=images, look_alike=look_alike)
     plain = build_messages(domain, prompt, previous_program, instruction, images)
     if index is None or previous_program is not None:
         return plain

@@ -13,7 +13,14 @@ import trimesh
 from exporters.parts import PartMesh
 from exporters.render import png_bytes, render
 from tests.training.test_sft import micro_config, step_losses, synthetic_rows
-from training.sft import SUMMARY_FILE, SetupError, encode_task, reply_format, train_sft
+from training.sft import (
+    IGNORE_INDEX,
+    SUMMARY_FILE,
+    SetupError,
+    encode_task,
+    reply_format,
+    train_sft,
+)
 from training.sft_config import SFTConfig
 from training.vlm import VisionSpec, assemble_vlm, expand_image_tokens, image_slots
 
@@ -208,6 +215,53 @@ def test_a_frozen_language_model_keeps_its_weights_while_the_encoder_learns(
     raw["data"]["train"] = str(image_data.parent / "text.jsonl")
     with pytest.raises(SetupError, match="language_lr: 0"):
         train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+
+
+def test_a_vlm_trained_with_look_alikes_reads_them_whole_and_says_so(
+    image_data: Path, text_model: Path, tmp_path: Path
+) -> None:
+    """Picture rows carrying a look-alike (`corpus look-alikes`) are trained with it in the
+    prompt and kept whole; the trained model is marked as reading look-alikes, and a model
+    fine-tuned from it with a gallery keeps the mark."""
+    from genservice.generation.gallery import GALLERY_DIR, LOOK_ALIKE_FILE, reads_look_alikes
+    from training.sft import cut_rows, load_tasks
+
+    rows = [json.loads(line) for line in image_data.read_text().splitlines()]
+    shown = next(r["reference"] for r in rows if r["domain"] == "cad")
+    # Beside the fixture's pictures: their paths are relative to the task file.
+    staged = image_data.parent / "with_look_alikes.jsonl"
+    staged.write_text("".join(
+        json.dumps({**r, "look_alike": shown} if r.get("images") else r) + "\n" for r in rows
+    ))  # fmt: skip
+    picture_rows = [r for r in load_tasks(staged, ["train"], None) if r.get("images")]
+    assert picture_rows and all(cut is None for cut in cut_rows(picture_rows, 0.0, 0))
+    model, processor = assemble_vlm(text_model, VisionSpec(**VISION))
+    fmt = reply_format(processor.tokenizer)
+    example = encode_task(processor.tokenizer, picture_rows[0], fmt, slots=image_slots(model))
+    labels = zip(example.input_ids, example.labels, strict=True)
+    prompt = processor.tokenizer.decode([t for t, label in labels if label == IGNORE_INDEX])
+    assert "A part that looks like the picture:" in prompt and "Request: make this" in prompt
+
+    raw = micro_config(staged, tmp_path / "vlm", max_steps=2, eval_every=0, save_every=0)
+    raw["model"] = {"from": str(text_model), "vision": VISION}
+    train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+    summary = json.loads((tmp_path / "vlm" / SUMMARY_FILE).read_text())
+    assert summary["data"]["with_look_alike"] == len(picture_rows)
+    assert reads_look_alikes(tmp_path / "vlm")
+    assert json.loads((tmp_path / "vlm" / LOOK_ALIKE_FILE).read_text())["rows"] == len(picture_rows)
+    # Fine-tuned from it on rows without look-alikes: the weights carry the habit, and the
+    # mark goes with the gallery it needs.
+    shipped = Path(__file__).resolve().parents[2] / "genservice" / "models" / "tiny"
+    (tmp_path / "vlm" / GALLERY_DIR).symlink_to(shipped / GALLERY_DIR)
+    raw = micro_config(image_data, tmp_path / "tuned", max_steps=1, eval_every=0, save_every=0)
+    raw["model"] = {"from": str(tmp_path / "vlm")}
+    train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+    assert reads_look_alikes(tmp_path / "tuned")
+    (tmp_path / "vlm" / GALLERY_DIR).unlink()
+    raw["output_dir"] = str(tmp_path / "bare")
+    raw.pop("checkpoint_dir", None)
+    train_sft(SFTConfig.from_dict(raw), command="pytest", show_progress=False)
+    assert not reads_look_alikes(tmp_path / "bare")  # no gallery to find them in
 
 
 def test_pictures_need_a_vision_model(image_data: Path, tmp_path: Path) -> None:

@@ -289,3 +289,48 @@ def test_a_picture_request_gets_the_gallery_parts_that_look_like_it(
     assert result.to_dict()["candidates"][0]["retrieved_from"] == "plate-30"
     alone = generate(GenerationRequest("make this", images=(picture,), n=1), llava, pool)
     assert [c.retrieved_from for c in alone.candidates] == [None]  # retrieve=0: samples only
+
+
+def test_a_model_that_reads_look_alikes_is_shown_the_closest_gallery_part(
+    monkeypatch, llava, pool, tmp_path
+):
+    """A model trained with look-alikes writes its samples seeing the gallery part that looks
+    most like the picture, scaled to the words' size; one that was not sees the plain prompt."""
+    import json
+
+    from PIL import Image
+
+    from exporters.export import script_parts
+    from exporters.render import render
+    from genservice.generation.gallery import Gallery
+    from training.gallery import build_gallery
+
+    pictured = PLATE.format(width=30.0)
+    rows = [{"id": "plate-30", "domain": "cad", "family": "plate", "split": "train",
+             "prompt": "a plate", "reference": pictured}]  # fmt: skip
+    source = tmp_path / "tasks.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    build_gallery(source, tmp_path / "model" / "gallery", pool, 1)
+    monkeypatch.setattr(llava, "gallery", Gallery.load(tmp_path / "model"), raising=False)
+    parts, _ = script_parts(pictured, pool, domain="cad")
+    picture = Image.fromarray(render(parts, ["iso"], size=96))
+    seen: dict = {}
+    monkeypatch.setattr(engine, "sample", _scripted([PLATE.format(width=12.0)], seen))
+
+    monkeypatch.setattr(llava, "reads_look_alikes", False, raising=False)
+    generate(GenerationRequest("make this", images=(picture,), n=1), llava, pool)
+    assert "looks like" not in str(seen["messages"][1]["content"])
+
+    monkeypatch.setattr(llava, "reads_look_alikes", True, raising=False)
+    for retrieve in (0, 2):  # shown whether or not gallery parts are candidates too
+        request = GenerationRequest("like this, 120 mm long", images=(picture,), n=1,
+                                    retrieve=retrieve)  # fmt: skip
+        generate(request, llava, pool)
+        text = seen["messages"][1]["content"][-1]["text"]
+        assert text.startswith("A part that looks like the picture:\n")
+        assert text.endswith("\n\nRequest: like this, 120 mm long")
+        assert "width = 60.0" in text  # 60 x 30 mm in the gallery: scaled to the stated 120
+    edit = GenerationRequest("make this", images=(picture,), n=1,
+                             previous_program=pictured, instruction="wider")  # fmt: skip
+    generate(edit, llava, pool)  # an edit carries its own program: no look-alike
+    assert "looks like" not in str(seen["messages"][1]["content"])
