@@ -111,3 +111,25 @@ def test_bad_look_alike_requests_say_what_to_fix(tmp_path: Path, capsys) -> None
     assert main(["corpus", "look-alikes", str(source), "-o", str(source)]) == 2
     assert "new file" in capsys.readouterr().err
     assert main(["corpus", "look-alikes", str(tmp_path / "none.jsonl"), "-o", "x.jsonl"]) == 2
+
+
+def test_an_evaluated_picture_is_shown_the_look_alike_serving_would_show(
+    gallery_model: Path, tmp_path: Path, pool
+) -> None:
+    from types import SimpleNamespace
+
+    from genservice.generation.gallery import Gallery
+    from genservice.generation.loader import LoadedModel
+    from training.sft import task_messages
+
+    model = SimpleNamespace(reads_look_alikes=True, gallery=Gallery.load(gallery_model))
+    model.look_alike = lambda *args: LoadedModel.look_alike(model, *args)  # type: ignore[arg-type]
+    tube = _pictured(tmp_path, PROGRAMS["tube"], "tube.png", pool)
+    row = {**_row("tube", "test"), "prompt": "make this", "images": [str(tmp_path / tube)]}
+    text = task_messages(row, model)[1]["content"][-1]["text"]
+    # At evaluation the test row's own part may be in the gallery: serving never excludes it.
+    assert text == f"A part that looks like the picture:\n{PROGRAMS['tube'].strip()}\n\n" \
+        "Request: make this"  # fmt: skip
+    assert task_messages(row)[1]["content"][-1]["text"] == "make this"  # no model: plain
+    model.reads_look_alikes = False
+    assert task_messages(row, model)[1]["content"][-1]["text"] == "make this"
