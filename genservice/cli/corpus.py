@@ -6,6 +6,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +120,7 @@ def add_corpus_commands(sub: Any) -> None:
         "short request with or without sizes. Pictures are cached by content; the same seed "
         "gives the same rows and bytes.",
     )
-    images.add_argument("source", type=Path, metavar="TASKS.jsonl")
-    images.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    _source_and_output(images)
     images.add_argument(
         "--share", type=float, default=0.5, help="share of CAD/scene rows drawn (default 0.5)"
     )
@@ -153,8 +154,7 @@ def add_corpus_commands(sub: Any) -> None:
         "candidates beside the model's samples (`--retrieve`). Same corpus, limit and seed: "
         "the same gallery.",
     )
-    gallery.add_argument("source", type=Path, metavar="TASKS.jsonl")
-    gallery.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    _source_and_output(gallery, "DIR")
     gallery.add_argument(
         "--limit", type=int, default=0, help="at most this many programs (default 0: all)"
     )
@@ -170,24 +170,33 @@ def add_corpus_commands(sub: Any) -> None:
         "these rows teaches a model to adapt that part; the trained model is then shown the "
         "look-alike with every picture request.",
     )
-    look_alikes.add_argument("source", type=Path, metavar="TASKS.jsonl")
-    look_alikes.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    _source_and_output(look_alikes)
     look_alikes.add_argument(
         "--model", type=Path, default=None, help="the model whose gallery/ to use (default: "
         "the shipped model)",
     )  # fmt: skip
     look_alikes.add_argument("--workers", type=int, default=2, help="threads (default 2)")
-    look_alikes.add_argument("--quiet", action="store_true", help="no progress bar")
-    look_alikes.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _quiet_and_json(look_alikes)
     families = actions.add_parser("families", help="list the task families")
     families.add_argument("--domains", help="comma-separated: cad,scene,code (default: all)")
     families.add_argument("--json", action="store_true")
+
+
+def _source_and_output(parser: Any, output: str = "FILE") -> None:
+    """The task file an action reads and the file (or folder) it writes."""
+    parser.add_argument("source", type=Path, metavar="TASKS.jsonl")
+    parser.add_argument("-o", "--output", type=Path, required=True, metavar=output)
 
 
 def _sandbox_options(parser: Any, workers_help: str) -> None:
     """The options every sandbox-running action shares: workers, timeout, quiet, json."""
     parser.add_argument("--workers", type=int, help=workers_help)
     parser.add_argument("--timeout", type=float, help="sandbox seconds per program")
+    _quiet_and_json(parser)
+
+
+def _quiet_and_json(parser: Any) -> None:
+    """No progress bar; the summary as JSON."""
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -205,10 +214,30 @@ def corpus_command(args: argparse.Namespace) -> int:
     return _build(args)
 
 
+@contextmanager
+def _long_step(args: argparse.Namespace, label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress callback for a long corpus step (a bar on the terminal; none with --quiet or
+    --json); its ValueError and OSError become usage errors naming the output."""
+    from training.corpus.build import _progress as progress_bar
+
+    bar = None if args.quiet or args.json else progress_bar()
+    task = bar.add_task(label, total=None) if bar is not None else None
+    if bar is not None:
+        bar.start()
+    try:
+        yield (lambda done, total: bar.update(task, completed=done, total=total)) if bar else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc}") from exc
+    finally:
+        if bar is not None:
+            bar.stop()
+
+
 def _look_alikes(args: argparse.Namespace) -> int:
     """`genservice corpus look-alikes`: picture rows given the look-alike serving would show."""
     from genservice.generation.loader import default_model_dir
-    from training.corpus.build import _progress as progress_bar
     from training.corpus.look_alikes import attach_look_alikes
 
     if not args.source.is_file():
@@ -219,23 +248,8 @@ def _look_alikes(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     model_dir = args.model or default_model_dir()
-    bar = None if args.quiet or args.json else progress_bar()
-    task = bar.add_task("finding look-alikes", total=None) if bar is not None else None
-    if bar is not None:
-        bar.start()
-    try:
-        stats = attach_look_alikes(
-            args.source, args.output, model_dir, args.workers,
-            progress=(lambda done, total: bar.update(task, completed=done, total=total))
-            if bar is not None else None,
-        )  # fmt: skip
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    except OSError as exc:
-        raise UsageError(f"cannot write {args.output}: {exc}") from exc
-    finally:
-        if bar is not None:
-            bar.stop()
+    with _long_step(args, "finding look-alikes") as progress:
+        stats = attach_look_alikes(args.source, args.output, model_dir, args.workers, progress)
     found = {
         "path": str(args.output),
         "rows": stats.rows,
@@ -260,7 +274,6 @@ def _look_alikes(args: argparse.Namespace) -> int:
 def _gallery(args: argparse.Namespace) -> int:
     """`genservice corpus gallery`: a model's picture gallery from a corpus's train split."""
     from genservice.cli.common import open_pool, sandbox_limits
-    from training.corpus.build import _progress as progress_bar
     from training.gallery import build_gallery
 
     if not args.source.is_file():
@@ -270,24 +283,13 @@ def _gallery(args: argparse.Namespace) -> int:
     if args.output.exists() and not args.output.is_dir():
         raise UsageError(f"{args.output} is a file: the gallery is a folder")
     limits, workers, isolation = sandbox_limits(args.timeout, args.workers)
-    bar = None if args.quiet or args.json else progress_bar()
-    task = bar.add_task("drawing the gallery", total=None) if bar is not None else None
-    if bar is not None:
-        bar.start()
-    try:
-        with open_pool(workers, limits, isolation, "cad") as pool:
-            gallery, stats = build_gallery(
-                args.source, args.output, pool, workers, limits, args.limit, args.seed,
-                progress=(lambda done, total: bar.update(task, completed=done, total=total))
-                if bar is not None else None,
-            )  # fmt: skip
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    except OSError as exc:
-        raise UsageError(f"cannot write {args.output}: {exc}") from exc
-    finally:
-        if bar is not None:
-            bar.stop()
+    with (
+        _long_step(args, "drawing the gallery") as progress,
+        open_pool(workers, limits, isolation, "cad") as pool,
+    ):
+        gallery, stats = build_gallery(
+            args.source, args.output, pool, workers, limits, args.limit, args.seed, progress
+        )
     found = {
         "path": str(args.output),
         "entries": len(gallery),

@@ -256,10 +256,8 @@ def test_a_picture_that_fits_two_different_parts_is_answered_but_not_valid(
     assert "rivals" not in both.report.checks["image_match"].detail
 
 
-def test_a_picture_request_gets_the_gallery_parts_that_look_like_it(
-    monkeypatch, llava, pool, tmp_path
-):
-    """The model's gallery parts that look like the picture join its samples as candidates."""
+def _gallery_of_one_plate(pictured: str, monkeypatch, llava, pool, tmp_path):
+    """Give the model a gallery holding one train-split plate; return an iso picture of it."""
     import json
 
     from PIL import Image
@@ -269,7 +267,6 @@ def test_a_picture_request_gets_the_gallery_parts_that_look_like_it(
     from genservice.generation.gallery import Gallery
     from training.gallery import build_gallery
 
-    pictured = PLATE.format(width=30.0)
     rows = [{"id": "plate-30", "domain": "cad", "family": "plate", "split": "train",
              "prompt": "a plate", "reference": pictured}]  # fmt: skip
     source = tmp_path / "tasks.jsonl"
@@ -277,7 +274,15 @@ def test_a_picture_request_gets_the_gallery_parts_that_look_like_it(
     build_gallery(source, tmp_path / "model" / "gallery", pool, 1)
     monkeypatch.setattr(llava, "gallery", Gallery.load(tmp_path / "model"), raising=False)
     parts, _ = script_parts(pictured, pool, domain="cad")
-    picture = Image.fromarray(render(parts, ["iso"], size=96))
+    return Image.fromarray(render(parts, ["iso"], size=96))
+
+
+def test_a_picture_request_gets_the_gallery_parts_that_look_like_it(
+    monkeypatch, llava, pool, tmp_path
+):
+    """The model's gallery parts that look like the picture join its samples as candidates."""
+    pictured = PLATE.format(width=30.0)
+    picture = _gallery_of_one_plate(pictured, monkeypatch, llava, pool, tmp_path)
     monkeypatch.setattr(engine, "sample", _scripted([PLATE.format(width=12.0)], {}))
     result = generate(
         GenerationRequest("make this", images=(picture,), n=1, retrieve=2), llava, pool
@@ -296,24 +301,8 @@ def test_a_model_that_reads_look_alikes_is_shown_the_closest_gallery_part(
 ):
     """A model trained with look-alikes writes its samples seeing the gallery part that looks
     most like the picture, scaled to the words' size; one that was not sees the plain prompt."""
-    import json
-
-    from PIL import Image
-
-    from exporters.export import script_parts
-    from exporters.render import render
-    from genservice.generation.gallery import Gallery
-    from training.gallery import build_gallery
-
     pictured = PLATE.format(width=30.0)
-    rows = [{"id": "plate-30", "domain": "cad", "family": "plate", "split": "train",
-             "prompt": "a plate", "reference": pictured}]  # fmt: skip
-    source = tmp_path / "tasks.jsonl"
-    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    build_gallery(source, tmp_path / "model" / "gallery", pool, 1)
-    monkeypatch.setattr(llava, "gallery", Gallery.load(tmp_path / "model"), raising=False)
-    parts, _ = script_parts(pictured, pool, domain="cad")
-    picture = Image.fromarray(render(parts, ["iso"], size=96))
+    picture = _gallery_of_one_plate(pictured, monkeypatch, llava, pool, tmp_path)
     seen: dict = {}
     monkeypatch.setattr(engine, "sample", _scripted([PLATE.format(width=12.0)], seen))
 
