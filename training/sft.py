@@ -545,16 +545,13 @@ def _train_sft(
     metrics_path = output / METRICS_FILE
     _truncate_metrics(metrics_path, step)
     n_params = sum(p.numel() for p in model.parameters())
+    look_alike_rows = sum(e.with_look_alike for e in train)
     print(
         f"SFT: {len(train)} train examples ({dropped} longer than {train_cfg.max_seq_len} "
         f"tokens dropped), {len(val)} val; "
         + (f"{sum(e.with_example for e in train)} with an example; " if solved_index else "")
         + (f"{sum(not e.whole for e in train)} cut after their parameters; " if cuts else "")
-        + (
-            f"{n_look} show a look-alike; "
-            if (n_look := sum(e.with_look_alike for e in train))
-            else ""
-        )
+        + (f"{look_alike_rows} show a look-alike; " if look_alike_rows else "")
         + f"{n_params / 1e6:.2f}M parameters; "
         f"{total_steps} steps of {train_cfg.batch_size}×{train_cfg.grad_accum} on {device}"
         + (" (bf16 autocast)" if bf16 else "")
@@ -686,7 +683,6 @@ def _train_sft(
         raise KeyboardInterrupt
     _save_final(model, tokenizer, output, fmt, solved_index, processor)
     carry_gallery(config.model.from_dir, output)
-    look_alike_rows = sum(e.with_look_alike for e in train)
     if look_alike_rows:
         mark_look_alikes(output, look_alike_rows)
     summary = {

@@ -99,19 +99,13 @@ def _pictured(row: dict[str, Any]) -> bool:
 
 def _look_alike(gallery: Any, row: dict[str, Any], folder: Path) -> tuple[str, str] | str:
     """The row's look-alike (program, entry id), or why it has none."""
-    from PIL import Image
-
     from genservice.generation.gallery import look_alike_program
-    from genservice.generation.image_match import as_target
+    from training.evaluate import picture_target
 
-    pictures = []
-    try:
-        for name in row["images"]:
-            with Image.open(folder / name) as picture:
-                pictures.append(picture.convert("RGB"))
+    try:  # read as an evaluation reads a task's pictures
+        target = picture_target({"images": [str(folder / name) for name in row["images"]]})
     except OSError:
         return "picture unreadable"
-    target = as_target(pictures)
     found = gallery.nearest(target, row["domain"], LOOKED_UP)
     if not found:
         return "no part read in the picture"
