@@ -172,6 +172,26 @@ def _gallery_lines(model_dir: Path) -> list[str]:
     ]
 
 
+def _look_alike_rows(summary: dict[str, Any]) -> int:
+    """How many picture rows the stage that taught look-alikes trained with one in the prompt."""
+    # max, not sum: an RL or DPO run repeats its start model's data summary.
+    counts = [stage.get("data", {}).get("with_look_alike") or 0 for stage in _stages(summary)]
+    return max(counts)
+
+
+def _look_alike_lines(summary: dict[str, Any]) -> list[str]:
+    """How the model reads look-alikes, when a stage trained it to."""
+    rows = _look_alike_rows(summary)
+    if not rows:
+        return []
+    return [
+        f"- look-alikes: {rows:,} picture rows were trained with the program of the gallery part "
+        "that looks most like the picture in the prompt (never the row's own reference; "
+        "`genservice corpus look-alikes`); `look_alike.json` beside the weights makes serving, "
+        "evaluation and RL show it one with every new CAD or scene picture request"
+    ]
+
+
 def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
     """Write MODEL_DIR/README.md from the training summary and the evaluations given."""
     summary = json.loads((model_dir / "training_summary.json").read_text())
@@ -219,6 +239,12 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
             else ""
         )
         + (
+            " The latest stage taught it to read a picture beside the gallery part that looks "
+            "most like it, and to adapt that part's program to the picture and the words."
+            if _look_alike_rows(summary)
+            else ""
+        )
+        + (
             " A last stage of online RL rewarded it with the validators' scores of its own "
             "samples (`genservice train rl`)."
             if summary.get("kind") == "rl"
@@ -247,6 +273,7 @@ def write_model_card(model_dir: Path, eval_dirs: list[Path]) -> Path:
         *_retrieval_lines(data),
         *_cut_lines(summary),
         *_gallery_lines(model_dir),
+        *_look_alike_lines(summary),
         f"- validation: {data['val_examples']} rows of the val split",
         "- test and out-of-distribution tasks are never trained on: a task's split is a hash of "
         "its family and parameters, and four families are held out entirely",

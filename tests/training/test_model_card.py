@@ -112,3 +112,16 @@ def test_a_model_with_a_gallery_says_what_it_holds(tmp_path: Path) -> None:
     card = write_model_card(tmp_path, []).read_text()
     assert "gallery: 4,221 train-split programs of `data/corpus/gallery/corpus.jsonl`" in card
     assert "54 viewpoints" in card
+
+
+def test_a_card_says_when_a_stage_taught_it_to_read_look_alikes(tmp_path: Path) -> None:
+    base = _summary("genservice train sft --config a.yaml", 47.0, None)
+    tuned = _summary("genservice train sft --config b.yaml", 20.0, "genservice/models/tiny")
+    tuned["base"] = base
+    (tmp_path / "training_summary.json").write_text(json.dumps(tuned))
+    assert "look-alike" not in write_model_card(tmp_path, []).read_text()
+    tuned["data"]["with_look_alike"] = 3508
+    (tmp_path / "training_summary.json").write_text(json.dumps(tuned))
+    card = write_model_card(tmp_path, []).read_text()
+    assert "gallery part that looks most like it" in card
+    assert "- look-alikes: 3,508 picture rows" in card
