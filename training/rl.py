@@ -195,6 +195,7 @@ class RLTrainer:
             learnability=cur.learnability,
         )  # fmt: skip
         self.loaded = load_model(config.model.from_dir, device=self.device, dtype=torch.float32)
+        self._prompts: dict[str, list[dict[str, Any]]] = {}  # task id -> its messages
         model = self.loaded.model
         model.train()
         self.reference = None
@@ -283,13 +284,22 @@ class RLTrainer:
         return [task for task in tasks if str(task["id"]) not in bad]
 
     # --------------------------------------------------------------- rollout
+    def task_messages(self, task: dict) -> list[dict[str, Any]]:
+        """The task's prompt, made once per task (a task is drawn many times, and a picture
+        task shown a look-alike costs a gallery search to make)."""
+        from training.sft import task_messages
+
+        key = str(task["id"])
+        if key not in self._prompts:
+            self._prompts[key] = task_messages(task, self.loaded)
+        return self._prompts[key]
+
     def _generate_group(self, task: dict, seed: int) -> Group:
         from genservice.generation.prompts import clean_completion
         from genservice.generation.sampler import encode_prompt, sample
-        from training.sft import task_messages
 
         rollout = self.config.rollout
-        messages = task_messages(task, self.loaded)
+        messages = self.task_messages(task)
         pictures = task.get("images") or None  # an image task is asked with its pictures
         prompt = encode_prompt(self.loaded, messages, pictures)["input_ids"][0].tolist()
         completions = sample(
@@ -467,7 +477,7 @@ class RLTrainer:
 
         The draw is seeded by step, update and rank, so a resumed run anchors on the same rows.
         """
-        from training.sft import IGNORE_INDEX, collate, encode_task, loss_sum, task_messages
+        from training.sft import IGNORE_INDEX, collate, encode_task, loss_sum
         from training.vlm import image_slots
 
         rng = random.Random(step_seed(self.config.training.seed, step, 1000 + chunk, self.rank))
@@ -478,7 +488,7 @@ class RLTrainer:
                 break
             task = self.tasks[rng.choice(self.families[rng.choice(names)])]
             example = encode_task(
-                self.loaded.tokenizer, task, self.reply_format, task_messages(task, self.loaded),
+                self.loaded.tokenizer, task, self.reply_format, self.task_messages(task),
                 slots=image_slots(self.loaded.model),
             )  # fmt: skip
             reply = sum(1 for label in example.labels if label != IGNORE_INDEX)

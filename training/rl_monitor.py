@@ -47,6 +47,7 @@ class Trainer(Protocol):
     def loaded(self) -> Any: ...  # the policy: genservice.generation.loader.LoadedModel
     @property
     def pool(self) -> Any: ...  # validators.sandbox.SandboxPool
+    def task_messages(self, task: dict[str, Any]) -> list[dict[str, Any]]: ...
     @property
     def limits(self) -> Any: ...  # validators.sandbox.Limits
     @property
@@ -141,12 +142,11 @@ def heldout_record(trainer: Trainer, step: int, elapsed: float) -> dict[str, Any
     from genservice.generation.prompts import clean_completion
     from genservice.generation.sampler import sample
     from training.evaluate import evaluate_task
-    from training.sft import task_messages
 
     results = []
     for index, task in enumerate(trainer.heldout):
         completions = sample(
-            trainer.loaded, task_messages(task, trainer.loaded), n=2, seed=index,
+            trainer.loaded, trainer.task_messages(task), n=2, seed=index,
             max_new_tokens=trainer.config.rollout.max_new_tokens, temperature=0.8, top_p=0.95,
         )  # fmt: skip
         programs = [clean_completion(c.text) for c in completions]
