@@ -79,6 +79,13 @@ def _training_lines(summary: dict[str, Any]) -> list[str]:
             f"{stage['final_val_loss']:.4f}",
             f"  settings: `{json.dumps(config.get('training'))}`",
         ]
+    soup = summary.get("soup")
+    if soup:
+        lines.append(
+            f"- then stage {len(stages)}'s weights were taken {soup['share']:.0%} of the way "
+            f"from the stage-{len(stages) - 1} weights to its own (`python -m training.soup`, "
+            "no training): the new skill kept with much of the old behaviour"
+        )
     if len(stages) > 1:
         total = sum(stage["train_time_s"] for stage in stages) / 60
         lines.append(f"- in all: {total:.1f} minutes of training on 2 CPU cores")
@@ -153,6 +160,12 @@ def _commands(summary: dict[str, Any]) -> list[str]:
     for stage in _stages(summary):
         lines.append(stage.get("corpus_command") or CORPUS_COMMAND)
         lines.append(stage["command"])
+    soup = summary.get("soup")
+    if soup:
+        lines.append(
+            f"python -m training.soup {soup['tuned']} {soup['start']} --share {soup['share']} "
+            f"-o {soup['tuned']}-soup"
+        )
     return lines
 
 

@@ -125,3 +125,15 @@ def test_a_card_says_when_a_stage_taught_it_to_read_look_alikes(tmp_path: Path) 
     card = write_model_card(tmp_path, []).read_text()
     assert "gallery part that looks most like it" in card
     assert "- look-alikes: 3,508 picture rows" in card
+
+
+def test_a_card_says_when_the_weights_were_mixed_with_the_stage_before(tmp_path: Path) -> None:
+    base = _summary("genservice train sft --config a.yaml", 47.0, None)
+    tuned = _summary("genservice train sft --config b.yaml", 20.0, "genservice/models/tiny")
+    tuned["base"] = base
+    tuned["soup"] = {"share": 0.5, "start": "genservice/models/tiny", "tuned": "var/models/t"}
+    (tmp_path / "training_summary.json").write_text(json.dumps(tuned))
+    card = write_model_card(tmp_path, []).read_text()
+    assert "taken 50% of the way from the stage-1 weights" in card
+    assert "python -m training.soup var/models/t genservice/models/tiny --share 0.5" in card
+    assert card.index("b.yaml") < card.index("training.soup var/models")
