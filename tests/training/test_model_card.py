@@ -114,26 +114,27 @@ def test_a_model_with_a_gallery_says_what_it_holds(tmp_path: Path) -> None:
     assert "54 viewpoints" in card
 
 
-def test_a_card_says_when_a_stage_taught_it_to_read_look_alikes(tmp_path: Path) -> None:
+def _card_of_two_stages(folder: Path, **second: object) -> str:
+    """The card of a model fine-tuned once from one trained from scratch, with `second` set on
+    the fine-tune's summary."""
     base = _summary("genservice train sft --config a.yaml", 47.0, None)
     tuned = _summary("genservice train sft --config b.yaml", 20.0, "genservice/models/tiny")
-    tuned["base"] = base
-    (tmp_path / "training_summary.json").write_text(json.dumps(tuned))
-    assert "look-alike" not in write_model_card(tmp_path, []).read_text()
-    tuned["data"]["with_look_alike"] = 3508
-    (tmp_path / "training_summary.json").write_text(json.dumps(tuned))
-    card = write_model_card(tmp_path, []).read_text()
+    tuned.update(base=base, **second)
+    (folder / "training_summary.json").write_text(json.dumps(tuned))
+    return write_model_card(folder, []).read_text()
+
+
+def test_a_card_says_when_a_stage_taught_it_to_read_look_alikes(tmp_path: Path) -> None:
+    assert "look-alike" not in _card_of_two_stages(tmp_path)
+    data = {**_summary("", 20.0, None)["data"], "with_look_alike": 3508}
+    card = _card_of_two_stages(tmp_path, data=data)
     assert "gallery part that looks most like it" in card
     assert "- look-alikes: 3,508 picture rows" in card
 
 
 def test_a_card_says_when_the_weights_were_mixed_with_the_stage_before(tmp_path: Path) -> None:
-    base = _summary("genservice train sft --config a.yaml", 47.0, None)
-    tuned = _summary("genservice train sft --config b.yaml", 20.0, "genservice/models/tiny")
-    tuned["base"] = base
-    tuned["soup"] = {"share": 0.5, "start": "genservice/models/tiny", "tuned": "var/models/t"}
-    (tmp_path / "training_summary.json").write_text(json.dumps(tuned))
-    card = write_model_card(tmp_path, []).read_text()
+    soup = {"share": 0.5, "start": "genservice/models/tiny", "tuned": "var/models/t"}
+    card = _card_of_two_stages(tmp_path, soup=soup)
     assert "taken 50% of the way from the stage-1 weights" in card
     assert "python -m training.soup var/models/t genservice/models/tiny --share 0.5" in card
     assert card.index("b.yaml") < card.index("training.soup var/models")
