@@ -45,11 +45,9 @@ def soup(tuned_dir: Path, start_dir: Path, share: float, output: Path) -> Path:
     for folder in (tuned_dir, start_dir):
         if not (folder / WEIGHTS).is_file():
             raise ValueError(f"{folder} holds no {WEIGHTS}")
-    if output.resolve() in (tuned_dir.resolve(), start_dir.resolve()):
-        raise ValueError("the output must be a new directory, not one of the two models")
+    if output.exists():  # never delete what a mistyped -o points at
+        raise ValueError(f"{output} exists: the output must be a new directory")
     mixed = interpolate(load_file(tuned_dir / WEIGHTS), load_file(start_dir / WEIGHTS), share)
-    if output.exists():
-        shutil.rmtree(output)
     shutil.copytree(tuned_dir, output, ignore=shutil.ignore_patterns(WEIGHTS))
     save_file(mixed, output / WEIGHTS, metadata={"format": "pt"})
     summary_path = output / SUMMARY
