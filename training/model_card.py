@@ -164,7 +164,7 @@ def _commands(summary: dict[str, Any]) -> list[str]:
     if soup:
         lines.append(
             f"python -m training.soup {soup['tuned']} {soup['start']} --share {soup['share']} "
-            f"-o {soup['tuned']}-soup"
+            f"-o {soup.get('output') or soup['tuned'] + '-soup'}"
         )
     return lines
 

@@ -53,7 +53,12 @@ def soup(tuned_dir: Path, start_dir: Path, share: float, output: Path) -> Path:
     summary_path = output / SUMMARY
     if summary_path.is_file():
         summary = json.loads(summary_path.read_text())
-        summary["soup"] = {"share": share, "start": str(start_dir), "tuned": str(tuned_dir)}
+        summary["soup"] = {
+            "share": share,
+            "start": str(start_dir),
+            "tuned": str(tuned_dir),
+            "output": str(output),
+        }
         summary_path.write_text(json.dumps(summary, indent=2) + "\n")
     return output
 

@@ -133,8 +133,16 @@ def test_a_card_says_when_a_stage_taught_it_to_read_look_alikes(tmp_path: Path) 
 
 
 def test_a_card_says_when_the_weights_were_mixed_with_the_stage_before(tmp_path: Path) -> None:
-    soup = {"share": 0.5, "start": "genservice/models/tiny", "tuned": "var/models/t"}
+    soup = {
+        "share": 0.5,
+        "start": "genservice/models/tiny",
+        "tuned": "var/models/t",
+        "output": "var/models/t-half",
+    }
     card = _card_of_two_stages(tmp_path, soup=soup)
     assert "taken 50% of the way from the stage-1 weights" in card
-    assert "python -m training.soup var/models/t genservice/models/tiny --share 0.5" in card
+    assert (
+        "python -m training.soup var/models/t genservice/models/tiny --share 0.5 "
+        "-o var/models/t-half" in card
+    )
     assert card.index("b.yaml") < card.index("training.soup var/models")

@@ -34,6 +34,7 @@ def test_the_soup_lies_on_the_line_between_the_two_models_and_keeps_the_tuned_fi
         summary = json.loads((out / "training_summary.json").read_text())
         assert summary["steps"] == 10 and summary["soup"]["share"] == share
         assert summary["soup"]["start"] == str(start)
+        assert summary["soup"]["output"] == str(out)
 
 
 def test_models_that_do_not_match_or_a_bad_share_are_refused(tmp_path: Path, capsys) -> None:
