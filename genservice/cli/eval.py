@@ -262,7 +262,10 @@ def eval_command(args: argparse.Namespace) -> int:
         # An edit task (previous program + instruction) is asked exactly as Refine asks it; an
         # image task with its pictures, as an upload is.
         pictures = read_by_model(task.get("images") or [])  # as serving shows the model
-        messages = messages or task_messages(task, loaded)
+        look_alike = None  # as serving: a repair round shows none, and mends from none
+        if messages is None:
+            look_alike = shown_look_alike(task)
+            messages = task_messages({**task, "look_alike": look_alike}, loaded)
         completions = sample(
             loaded,
             messages,
@@ -278,7 +281,15 @@ def eval_command(args: argparse.Namespace) -> int:
         if args.bind == "off":
             return programs
         edited = task.get("previous_program")
-        return bind_candidates(programs, task["domain"], task["prompt"], edited)
+        return bind_candidates(programs, task["domain"], task["prompt"], edited, look_alike)
+
+    def shown_look_alike(task: dict[str, Any]) -> str | None:
+        # The look-alike serving shows this model with the task's pictures (a new request only).
+        if not task.get("images") or task.get("previous_program") is not None:
+            return None
+        if task.get("look_alike") is not None:
+            return str(task["look_alike"])
+        return loaded.look_alike(task["domain"], task["prompt"], picture_target(task))
 
     def repair(task: dict[str, Any], program: str, error: dict, n: int, seed: int) -> list[str]:
         # Asked exactly as a serving repair round asks (engine.repair_messages).

@@ -49,14 +49,19 @@ AFTER_WEIGHT = 3  # "18 mm wide": the words after a number name it more often th
 
 
 def bind_candidates(
-    programs: list[str], domain: str, request: str, previous_program: str | None = None
+    programs: list[str],
+    domain: str,
+    request: str,
+    previous_program: str | None = None,
+    look_alike: str | None = None,
 ) -> list[str]:
-    """The candidates of a CAD or scene request, each with a parameter the body reads under
-    another name mended (mend.py) and, for a new request, bound to the numbers it states;
-    code as it is."""
+    """The candidates of a CAD or scene request, each with its slips of names mended (mend.py:
+    from the program being edited, or the look-alike the model was shown with a picture) and,
+    for a new request, bound to the numbers it states; code as it is."""
     if domain == "code":
         return programs
-    mended = [mend_names(program) for program in programs]
+    shown = previous_program if previous_program is not None else look_alike
+    mended = [mend_names(program, shown) for program in programs]
     if previous_program is not None:
         return mended
     return [bind_stated_numbers(program, request) for program in mended]

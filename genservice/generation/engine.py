@@ -213,19 +213,19 @@ def sample_programs(
     settings = request.sampling()
     retrieved = retrieve_programs(request, loaded) if messages is None else []
     shown = read_by_model(request.images)  # the gallery, the checks and the fit read them all
+    look_alike = None  # the look-alike program the model is shown (and its samples mended from)
     if messages is None:
-        new_picture = bool(request.images) and request.previous_program is None
+        if request.images and request.previous_program is None:
+            look_alike = loaded.look_alike(
+                request.domain, request.prompt, list(request.images), retrieved or None
+            )
         messages = loaded.messages(
             request.domain,
             request.prompt,
             previous_program=request.previous_program,
             instruction=request.instruction,
             images=len(shown),
-            look_alike=loaded.look_alike(
-                request.domain, request.prompt, list(request.images), retrieved or None
-            )
-            if new_picture
-            else None,
+            look_alike=look_alike,
         )
     notify("generating", 0, settings.n)
     completions = sample(
@@ -250,6 +250,7 @@ def sample_programs(
         request.domain,
         request.prompt,
         request.previous_program,
+        look_alike,
     )
     written, found = programs[: len(completions)], programs[len(completions) :]
     return [

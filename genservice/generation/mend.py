@@ -1,19 +1,30 @@
-"""A parameter the body reads under another name: the one slip mended before validation.
+"""Slips of names mended before validation: a parameter under another name, a number the body
+reads from the program it was shown, a module it uses without importing.
 
-A small model sometimes writes a parameter block and a body that disagree on one name: the
-block sets `length = 15.0`, the body extrudes by `thickness`, which nothing sets, and the
-program dies with "NameError: name 'thickness' is not defined". A person fixing it in the
-editor renames the parameter. Mending does the same, where the program leaves no doubt:
+A small model sometimes writes a parameter block and a body that disagree on names. A person
+fixing it in the editor makes the smallest change that leaves no doubt; mending does the same,
+in this order, each step only where the program says what is meant:
 
-- exactly one name is read and never bound anywhere in the program (not a builtin or a name
-  the sandbox gives every script such as `show_object`, not imported, not assigned, not a loop
-  variable, argument or function);
-- exactly one top-level numeric parameter is set and never read.
+- **A module used but never imported.** The body calls `math.cos` and nothing imports `math`
+  ("NameError: name 'math' is not defined"): `import math` is added after the imports. Only the
+  standard modules part scripts import (MODULES).
+- **A parameter renamed.** Exactly one name is read and never bound anywhere in the program
+  (not a builtin or a name the sandbox gives every script such as `show_object`, not imported,
+  not assigned, not a loop variable, argument or function), and exactly one top-level numeric
+  parameter is set and never read: the block sets `length = 15.0`, the body extrudes by
+  `thickness`. Then the two are one number under two names, and the parameter takes the name
+  the body reads (its assignments renamed through the syntax tree, nothing else touched).
+- **A number taken from the program it was shown.** A request with a picture shows the model a
+  look-alike's program, and an edit shows it the program being edited; the model often keeps
+  that program's body and writes its own parameter block, leaving out a parameter the body
+  reads (`corner_r`, `wall`). A name the body reads that nothing binds, and that the shown
+  program sets as a top-level number, is set to that number at the end of the program's
+  parameter block. Then the rename above is tried again (one name may remain, with one unread
+  parameter for it).
 
-Then the two are one number under two names, and the parameter takes the name the body reads
-(its assignments renamed through the syntax tree, nothing else touched). Anything less certain
-(two unknown names, two unread parameters, `global`, star imports, `exec`) is left to
-validation, whose error the repair round feeds back to the model.
+Anything less certain (two unknown names, two unread parameters and nothing shown that sets
+them, `global`, star imports, `exec`) is left to validation, whose error the repair round feeds
+back to the model.
 """
 
 from __future__ import annotations
@@ -24,19 +35,56 @@ import builtins
 from validators.cad.program import SCRIPT_GLOBALS, ProgramError, find_parameters, parse
 
 _GIVEN = frozenset(dir(builtins)) | SCRIPT_GLOBALS  # set before the script's first line
+MODULES = frozenset({"math"})  # standard modules part scripts import (the corpus uses only math)
 
 
-def mend_names(program: str) -> str:
-    """The program with its one unread parameter renamed to its one unbound name when it has
-    exactly one of each (see the module's rules); unchanged otherwise."""
+def mend_names(program: str, shown: str | None = None) -> str:
+    """The program with its slips of names mended where it leaves no doubt (see the module's
+    rules); `shown` is the program the model was shown (a look-alike, or the program being
+    edited), whose numbers may fill a parameter the body reads. Unchanged otherwise."""
+    mended = _import_modules(program)
+    renamed = _rename_slip(mended)
+    if renamed != mended or not shown:
+        return renamed
+    return _rename_slip(_borrow_parameters(mended, shown))
+
+
+def _unbound(program: str) -> tuple[ast.Module, set[str], set[str]] | None:
+    """The program's tree, the names it reads but never binds, and the names it reads; None
+    when it does not parse or may bind names the tree does not show."""
     try:
         tree = parse(program)
     except ProgramError:
-        return program
+        return None
     if _dynamic(tree):
-        return program
+        return None
     bound, read = _names(tree)
-    unbound = read - bound - _GIVEN
+    return tree, read - bound - _GIVEN, read
+
+
+def _import_modules(program: str) -> str:
+    """The program with `import M` added for each standard module (MODULES) it reads but
+    never imports."""
+    found = _unbound(program)
+    if found is None:
+        return program
+    tree, unbound, _ = found
+    missing = sorted(unbound & MODULES)
+    if not missing:
+        return program
+    leading = _end_of_leading_block(tree)  # an import further down may come after a use
+    imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    after = max((n.end_lineno or n.lineno for n in imports if n.lineno <= leading), default=0)
+    return _insert_lines(program, after, [f"import {module}" for module in missing])
+
+
+def _rename_slip(program: str) -> str:
+    """The program with its one unread numeric parameter renamed to its one unbound name,
+    when it has exactly one of each."""
+    found = _unbound(program)
+    if found is None:
+        return program
+    tree, unbound, read = found
     unread = [
         name
         for name, p in find_parameters(tree).items()
@@ -45,6 +93,52 @@ def mend_names(program: str) -> str:
     if len(unbound) != 1 or len(unread) != 1:
         return program
     return _rename(program, tree, unread[0], next(iter(unbound)))
+
+
+def _borrow_parameters(program: str, shown: str) -> str:
+    """The program with each name it reads but never binds, and that `shown` sets as a
+    top-level number, set to that number after its own last leading parameter."""
+    found = _unbound(program)
+    if found is None:
+        return program
+    tree, unbound, _ = found
+    try:
+        offered = find_parameters(parse(shown))
+    except ProgramError:
+        return program
+    lines = [
+        f"{name} = {offered[name].value!r}"
+        for name in sorted(unbound)
+        if name in offered and offered[name].type in ("int", "float")
+    ]
+    if not lines:
+        return program
+    return _insert_lines(program, _end_of_leading_block(tree), lines)
+
+
+def _end_of_leading_block(tree: ast.Module) -> int:
+    """The last line of the program's opening run of imports, docstring and `NAME = number`
+    parameters: a line added after it is set before the body reads anything."""
+    parameters = {p.line for p in find_parameters(tree).values()}
+    end = 0
+    for node in tree.body:
+        leading = (
+            isinstance(node, ast.Import | ast.ImportFrom)
+            or node.lineno in parameters
+            or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+        )
+        if not leading:
+            break
+        end = node.end_lineno or node.lineno
+    return end
+
+
+def _insert_lines(program: str, after: int, new: list[str]) -> str:
+    """The program with `new` lines inserted after its line `after` (0: at the top)."""
+    lines = program.splitlines(keepends=True)
+    if after and not lines[after - 1].endswith("\n"):
+        lines[after - 1] += "\n"
+    return "".join(lines[:after] + [line + "\n" for line in new] + lines[after:])
 
 
 def _dynamic(tree: ast.Module) -> bool:

@@ -54,6 +54,85 @@ def test_candidates_of_cad_and_edits_are_mended_code_is_not() -> None:
     assert bind_candidates([SLIPPED], "code", "a hex prism") == [SLIPPED]
 
 
+GEAR = """import cadquery as cq
+
+teeth = 19
+module = 3.0
+
+rp = module * teeth / 2
+rb = rp * math.cos(math.radians(20))
+result = cq.Workplane("XY").circle(rb).extrude(thicknes)
+"""
+
+LOOK_ALIKE = """import cadquery as cq
+
+width = 80.0
+corner_r = 10.78
+wall = 2
+label = "box"
+
+result = cq.Workplane("XY").box(width, width, 20).edges("|Z").fillet(corner_r).shell(-wall)
+"""
+
+COPIED_BODY = """import cadquery as cq
+
+width = 60.0
+
+result = cq.Workplane("XY").box(width, width, 20).edges("|Z").fillet(corner_r).shell(-wall)
+"""
+
+
+def test_a_module_used_without_its_import_is_imported() -> None:
+    mended = mend_names(GEAR.replace("thicknes", "6.0"))
+    assert mended.startswith("import cadquery as cq\nimport math\n\nteeth = 19\n")
+    # Imported, `math` no longer stands in the way of renaming the one slip.
+    with_slip = GEAR.replace("module = 3.0", "module = 3.0\nthickness = 6.0")
+    assert "thicknes = 6.0" in mend_names(with_slip)
+    _run(mend_names(with_slip))
+    numpy = GEAR.replace("math.", "np.")  # not a module part scripts import: left to validation
+    assert mend_names(numpy) == numpy
+
+
+def test_a_number_the_body_reads_is_taken_from_the_program_it_was_shown() -> None:
+    assert mend_names(COPIED_BODY) == COPIED_BODY  # nothing shown, nothing certain
+    mended = mend_names(COPIED_BODY, LOOK_ALIKE)
+    assert mended == COPIED_BODY.replace(
+        "width = 60.0\n", "width = 60.0\ncorner_r = 10.78\nwall = 2\n"
+    )
+    _run(mended)
+    # Its own numbers stay its own; a name the shown program does not set as a number is left.
+    assert "width = 60.0" in mended and "width = 80.0" not in mended
+    labelled = COPIED_BODY.replace("fillet(corner_r)", "fillet(corner_r).tag(label)")
+    assert "label =" not in mend_names(labelled, LOOK_ALIKE)
+    # A slip the rename settles is renamed, not filled from the shown program.
+    renamed = mend_names(SLIPPED, SLIPPED.replace("length = 15.0", "thickness = 3.0"))
+    assert renamed == SLIPPED.replace("length = 15.0", "thickness = 15.0")
+
+
+def test_borrowing_one_number_can_leave_one_slip_to_rename() -> None:
+    two_unbound = COPIED_BODY.replace("width = 60.0", "width = 60.0\nwall_t = 1.5").replace(
+        "fillet(corner_r)", "fillet(radius)"
+    )
+    shown = LOOK_ALIKE.replace("corner_r", "radius").replace("wall = 2\n", "")
+    mended = mend_names(two_unbound, shown)
+    assert "radius = 10.78" in mended and "wall = 1.5" in mended and "wall_t" not in mended
+    _run(mended)
+
+
+def test_edits_mend_from_the_program_being_edited_and_pictures_from_their_look_alike() -> None:
+    edit = bind_candidates([COPIED_BODY], "cad", "make it taller", previous_program=LOOK_ALIKE)
+    assert "corner_r = 10.78" in edit[0]
+    pictured = bind_candidates([COPIED_BODY], "cad", "this box", look_alike=LOOK_ALIKE)
+    assert "corner_r = 10.78" in pictured[0]
+    assert bind_candidates([COPIED_BODY], "cad", "this box") == [COPIED_BODY]
+
+
+def _run(program: str) -> None:
+    """Run a mended program with cadquery stood in for: every name it reads is set."""
+    body = program.replace("import cadquery as cq\n", "")
+    exec(compile(body, "mended", "exec"), {"cq": _Fake()})
+
+
 class _Fake:
     """Stands in for cadquery so the mended program's names can be run without a kernel."""
 
