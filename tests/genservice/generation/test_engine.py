@@ -323,3 +323,12 @@ def test_a_model_that_reads_look_alikes_is_shown_the_closest_gallery_part(
                              previous_program=pictured, instruction="wider")  # fmt: skip
     generate(edit, llava, pool)  # an edit carries its own program: no look-alike
     assert "looks like" not in str(seen["messages"][1]["content"])
+
+    # A sample that keeps the look-alike's body but leaves out a number it reads is mended
+    # from the look-alike (mend.py), scaled as shown, and builds.
+    body_only = PLATE.replace("width = {width}\n", "")
+    monkeypatch.setattr(engine, "sample", _scripted([body_only], seen))
+    result = generate(
+        GenerationRequest("like this, 120 mm long", images=(picture,), n=1), llava, pool
+    )
+    assert "width = 60.0" in result.program and result.report.checks["executes"].passed
