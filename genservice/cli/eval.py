@@ -281,7 +281,9 @@ def eval_command(args: argparse.Namespace) -> int:
         if args.bind == "off":
             return programs
         edited = task.get("previous_program")
-        return bind_candidates(programs, task["domain"], task["prompt"], edited, look_alike)
+        return bind_candidates(
+            programs, task["domain"], task["prompt"], edited, look_alike, task.get("instruction")
+        )
 
     def shown_look_alike(task: dict[str, Any]) -> str | None:
         # The look-alike serving shows this model with the task's pictures (a new request only).

@@ -23,11 +23,18 @@ where the request leaves no doubt:
 - the request's only run of sizes ("a 40 x 38 seat") gives length and width, or width and depth,
   unless the program holds those two already in either order.
 
-Anything less certain is left to the model. Edits are not bound ("add 2 holes" is not
-`bolt_count = 2`): their instruction is relative to the previous program; nor is code.
+Anything less certain is left to the model. An edit is bound only when its instruction sets
+one measure outright ("make it 32 mm thick", "change the bore to 12 mm"). One that changes it
+relative to the previous program ("2 mm thicker", "add 2 holes", "twice as long", "by 10 %") is
+left as the model wrote it ("add 2 holes" is not `bolt_count = 2`), and so is one that states
+several numbers ("the height to 26.4 mm and diameter 51.8 mm") or a bare one ("the screws to
+7", "bore -> 17"): their clauses name a parameter less surely than a request's phrases
+(`python -m bench.edit_binding`). Code is never bound.
 """
 
 from __future__ import annotations
+
+import re
 
 from genservice.generation.mend import mend_names
 from genservice.generation.stated import (
@@ -46,6 +53,16 @@ _WHOLE = frozenset({"over", "tota"})  # "overall", "total": a size of the whole 
 # The stems of the words that name an axis of a size ("35 wide", "thickness 5", "dia 20").
 _AXES = frozenset({"leng", "widt", "heig", "dept", "thic", "diam", "radi"})
 AFTER_WEIGHT = 3  # "18 mm wide": the words after a number name it more often than those before
+# Words that make an edit's number a change to the previous program rather than a value: a
+# comparative ("thicker", "more"), a step ("by 5", "add", "another") or a ratio ("twice", "%").
+_RELATIVE = re.compile(
+    r"\b(?:(?:thick|thinn|wid|narrow|long|short|tall|high|low|deep|shallow|bigg|larg|small|"
+    r"great|broad|slimm|fatt|heavi|light|tight|loos|clos|furth|farth)er|"
+    r"more|less|fewer|by|add|adds|adding|extra|another|remove|drop|increase|"
+    r"decrease|reduce|raise|lower|grow|shrink|double|triple|twice|thrice|half|halve|times|plus|"
+    r"minus|up|down|again)\b|[%+±]|\bx\s*\d",
+    re.IGNORECASE,
+)
 
 
 def bind_candidates(
@@ -54,22 +71,35 @@ def bind_candidates(
     request: str,
     previous_program: str | None = None,
     look_alike: str | None = None,
+    instruction: str | None = None,
 ) -> list[str]:
     """The candidates of a CAD or scene request, each with its slips of names mended (mend.py:
-    from the program being edited, or the look-alike the model was shown with a picture) and,
-    for a new request, bound to the numbers it states; code as it is."""
+    from the program being edited, or the look-alike the model was shown with a picture) and
+    bound to the numbers its words state: a new request's, or an edit's `instruction` when it
+    sets one value outright (sets_one_value); code as it is."""
     if domain == "code":
         return programs
     shown = previous_program if previous_program is not None else look_alike
     mended = [mend_names(program, shown) for program in programs]
     if previous_program is not None:
-        return mended
+        if instruction is None or not sets_one_value(instruction):
+            return mended
+        return [bind_stated_numbers(program, instruction, edit=True) for program in mended]
     return [bind_stated_numbers(program, request) for program in mended]
 
 
-def bind_stated_numbers(program: str, request: str) -> str:
+def sets_one_value(instruction: str) -> bool:
+    """Whether an edit's instruction states one number outright ("make it 32 mm thick"), not as
+    a change relative to the previous program ("2 mm thicker", "add 2 holes")."""
+    return len(stated_numbers(instruction)) == 1 and _RELATIVE.search(instruction) is None
+
+
+def bind_stated_numbers(program: str, request: str, edit: bool = False) -> str:
     """The program with each number the request states written into the parameter its words
-    name, where that is certain (see the module's rules); unchanged if nothing is."""
+    name, where that is certain (see the module's rules); unchanged if nothing is. Of an
+    `edit`'s instruction only measures and angles are bound ("32 mm thick", "4.8 thick"): a
+    bare number there names its parameter too loosely ("the screws to 7": how many, or how
+    big?), and is left to the model."""
     try:
         parameters = {
             name: p
@@ -80,6 +110,8 @@ def bind_stated_numbers(program: str, request: str) -> str:
         return program
     claimed = _grid(request, parameters) | _chained(request, parameters)
     stated = stated_numbers(request)
+    if edit:
+        stated = [n for n in stated if n.form in ("measure", "angle")]
     whole = {i for i, owned in enumerate(owned_by_the_whole(request)) if owned}
     overrides = bindings(stated, parameters, claimed, whole, _run_held(request, parameters))
     if not overrides:

@@ -251,6 +251,7 @@ def sample_programs(
         request.prompt,
         request.previous_program,
         look_alike,
+        request.instruction,
     )
     written, found = programs[: len(completions)], programs[len(completions) :]
     return [

@@ -141,3 +141,31 @@ class _Fake:
 
     def __call__(self, *args: object, **kwargs: object) -> _Fake:
         return self
+
+
+WASHER = """import cadquery as cq
+
+outer_d = 30.0
+inner_d = 12.0
+thickness = 3.0
+hole_count = 4
+
+result = cq.Workplane("XY").circle(outer_d / 2).circle(inner_d / 2).extrude(thickness)
+"""
+
+
+def test_an_edit_that_sets_one_measure_outright_is_bound() -> None:
+    """ "make it 32 mm thick" sets the thickness whatever the model wrote; a change relative to
+    the previous program, several numbers or a bare number stay the model's."""
+    wrote = WASHER.replace("thickness = 3.0", "thickness = 3.2")  # the model's slip
+
+    def edit(instruction: str) -> str:
+        return bind_candidates([wrote], "cad", "a washer", WASHER, None, instruction)[0]
+
+    assert "thickness = 32.0" in edit("make it 32 mm thick")
+    assert "thickness = 4.8" in edit("should be 4.8 mm thick")
+    for relative in ("make it 2 mm thicker", "add 2 holes", "increase the thickness by 10 %",
+                     "twice as thick, 6 mm", "the thickness to 5 mm and outer diameter 40 mm",
+                     "change the holes to 6", "thickness -> 5"):  # fmt: skip
+        assert edit(relative) == wrote, relative
+    assert bind_candidates([wrote], "cad", "make it 32 mm thick", WASHER) == [wrote]
