@@ -98,6 +98,18 @@ def load_tasks(path: str | Path, splits: list[str], domains: list[str] | None) -
     return rows
 
 
+def row_look_alike(row: dict, loaded: Any | None = None) -> str | None:
+    """The look-alike program a picture row's prompt shows: a training row's own (`corpus
+    look-alikes`), else what serving would show the loaded model; None without either."""
+    if row.get("look_alike") is not None:
+        return str(row["look_alike"])
+    if not row.get("images") or loaded is None or not loaded.reads_look_alikes:
+        return None
+    from training.evaluate import picture_target
+
+    return loaded.look_alike(row["domain"], row["prompt"], picture_target(row))
+
+
 def task_messages(row: dict, loaded: Any | None = None) -> list[dict[str, Any]]:
     """The serving prompt of a task row (an edit when it has previous_program + instruction,
     a repair when it has `repair: true`, failed_program and error).
@@ -110,13 +122,7 @@ def task_messages(row: dict, loaded: Any | None = None) -> list[dict[str, Any]]:
         return repair_messages_of(row)
     if row.get("images"):  # a picture carries no retrieved example, when serving either
         shown = read_by_model(row["images"])  # the pictures serving shows the model
-        # A training row carries its look-alike (`corpus look-alikes`); an evaluated one is
-        # shown what serving would show this model.
-        look_alike = row.get("look_alike")
-        if look_alike is None and loaded is not None and loaded.reads_look_alikes:
-            from training.evaluate import picture_target
-
-            look_alike = loaded.look_alike(row["domain"], row["prompt"], picture_target(row))
+        look_alike = row_look_alike(row, loaded)
         return build_messages(
             row["domain"], row["prompt"], images=len(shown), look_alike=look_alike
         )

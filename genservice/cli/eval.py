@@ -240,7 +240,7 @@ def eval_command(args: argparse.Namespace) -> int:
     from genservice.generation.prompts import build_repair_messages, clean_completion
     from genservice.generation.sampler import sample
     from training.evaluate import picture_target, run_evaluation, write_outputs
-    from training.sft import task_messages
+    from training.sft import row_look_alike, task_messages
     from validators.sandbox import SandboxPool, SandboxUnavailable
     from validators.sandbox.pool import DEFAULT_PRELOAD
 
@@ -264,7 +264,8 @@ def eval_command(args: argparse.Namespace) -> int:
         pictures = read_by_model(task.get("images") or [])  # as serving shows the model
         look_alike = None  # as serving: a repair round shows none, and mends from none
         if messages is None:
-            look_alike = shown_look_alike(task)
+            if task.get("previous_program") is None:  # an edit is shown its own program
+                look_alike = row_look_alike(task, loaded)
             messages = task_messages({**task, "look_alike": look_alike}, loaded)
         completions = sample(
             loaded,
@@ -284,14 +285,6 @@ def eval_command(args: argparse.Namespace) -> int:
         return bind_candidates(
             programs, task["domain"], task["prompt"], edited, look_alike, task.get("instruction")
         )
-
-    def shown_look_alike(task: dict[str, Any]) -> str | None:
-        # The look-alike serving shows this model with the task's pictures (a new request only).
-        if not task.get("images") or task.get("previous_program") is not None:
-            return None
-        if task.get("look_alike") is not None:
-            return str(task["look_alike"])
-        return loaded.look_alike(task["domain"], task["prompt"], picture_target(task))
 
     def repair(task: dict[str, Any], program: str, error: dict, n: int, seed: int) -> list[str]:
         # Asked exactly as a serving repair round asks (engine.repair_messages).
