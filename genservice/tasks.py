@@ -263,7 +263,7 @@ def previous_program(parent: Version) -> str:
 def stage_generate(ctx: StageContext) -> None:
     """Sample the job's N programs with the worker's model; hand them to validation. When the
     validate stage asked for a repair round, sample N repairs of its best failing candidate."""
-    from genservice.generation.engine import sample_programs
+    from genservice.generation.engine import gallery_programs, sample_programs
 
     rt, job = ctx.runtime, ctx.job
     ctx.progress(0, job.request["n"], "loading the model")
@@ -278,11 +278,17 @@ def stage_generate(ctx: StageContext) -> None:
     def on_event(stage: str, done: int, total: int) -> None:
         ctx.progress(done, total, f"generating {total} candidates")
 
-    sampled = sample_programs(request, loaded, on_event)
-    design_of = loaded.gallery.design_of if loaded.gallery is not None else lambda _: None
-    candidates = [  # a gallery part's design: the fit starts from parts of different designs
-        {**s.to_dict(), **({"design": design} if (design := design_of(s.retrieved_from)) else {})}
-        for s in sampled
+    look_alike = (job.result or {}).get("look_alike") or {}
+    earlier = job.candidates or []  # the gallery parts, checked, when a look-alike was chosen
+    gallery = [] if look_alike else gallery_programs(request, loaded)
+    if gallery and loaded.reads_look_alikes:
+        _check_gallery_first(ctx, loaded, gallery)
+        return
+    sampled = sample_programs(request, loaded, on_event, look_alike=look_alike.get("program"))
+    candidates = [
+        *earlier,
+        *({**s.to_dict(), "index": i} for i, s in enumerate(sampled)),
+        *_gallery_entries(loaded, gallery, request.n),
     ]
     generation = {
         "model_id": loaded.model_id,
@@ -299,7 +305,37 @@ def stage_generate(ctx: StageContext) -> None:
         rt.worker,
         "generate",
         candidates=candidates,
-        result={"generation": generation},
+        result={
+            "generation": generation,
+            **({"look_alike": {**look_alike, "state": "shown"}} if look_alike else {}),
+        },
+    )
+    rt.send(job.id, following)
+
+
+def _gallery_entries(loaded: Any, gallery: list[Any], first_index: int) -> list[dict[str, Any]]:
+    """Gallery parts as job candidates, numbered after the samples, each with its design (the
+    fit starts from parts of different designs)."""
+    design_of = loaded.gallery.design_of if loaded.gallery is not None else lambda _: None
+    return [
+        {**s.to_dict(), "index": first_index + i,
+         **({"design": design} if (design := design_of(s.retrieved_from)) else {})}
+        for i, s in enumerate(gallery)
+    ]  # fmt: skip
+
+
+def _check_gallery_first(ctx: StageContext, loaded: Any, gallery: list[Any]) -> None:
+    """Send a picture request's gallery parts to validation before any sampling, so that the
+    model is shown the one the checks score best (engine.generate does the same in one go);
+    validation chooses it and hands the job back here to sample."""
+    rt, job = ctx.runtime, ctx.job
+    following = jobs.advance(
+        rt.db,
+        job.id,
+        rt.worker,
+        "generate",
+        candidates=_gallery_entries(loaded, gallery, job.request["n"]),
+        result={**(job.result or {}), "look_alike": {"state": "checking"}},
     )
     rt.send(job.id, following)
 
@@ -374,13 +410,16 @@ def store_candidate_preview(rt: Runtime, job_id: str, index: int, data: bytes) -
 def stage_validate(ctx: StageContext) -> None:
     """Validate every candidate on the sandbox pool, rank them, and decide what comes next."""
     from genservice.generation.engine import round_order
-    from genservice.generation.rerank import rerank
+    from genservice.generation.rerank import rerank, verdict_order
+    from validators.report import Report
 
     rt, job = ctx.runtime, ctx.job
     r = job.request
-    # Candidates of earlier rounds keep their Reports; only a repair round's new ones run.
+    # Candidates of earlier rounds keep their Reports; only a repair round's new ones run (or
+    # a picture request's samples, after its gallery parts were checked to choose a look-alike).
     earlier = [c for c in job.candidates or [] if "report" in c]
     sampled = [c for c in job.candidates or [] if "report" not in c]
+    look_alike = (job.result or {}).get("look_alike") or {}
     started = time.perf_counter()
     asked = _asked(rt, job)
     items = judged_request(rt, job, asked)
@@ -419,13 +458,21 @@ def stage_validate(ctx: StageContext) -> None:
             entry["preview_url"] = store_candidate_preview(rt, job.id, index, s.preview)
         fresh.append(entry)
     # Each round is ranked; all rounds together as the engine merges them (earlier rounds first
-    # on ties: the sort is stable).
-    scored = sorted([*earlier, *fresh], key=lambda c: round_order(c["valid"], c["reward"]))
+    # on ties: the sort is stable). The first round is ordered as rerank orders it, its samples
+    # before the gallery parts that were checked before them.
+    repairs = (job.result or {}).get("repairs") or []
+    if repairs:
+        scored = sorted([*earlier, *fresh], key=lambda c: round_order(c["valid"], c["reward"]))
+    else:
+        both = [*fresh, *earlier]
+        scored = sorted(both, key=lambda c: verdict_order(Report.from_dict(c["report"])))
     validate_s = round(time.perf_counter() - started, 4)
+    if look_alike.get("state") == "checking":
+        _choose_look_alike(rt, job, scored, validate_s)
+        return
     best = scored[0]
     # What the `request` check asked, kept with the job: its export, an export of more formats
     # and the manual edits below its version are judged against the same items.
-    repairs = (job.result or {}).get("repairs") or []
     result = {**(job.result or {}), "asked": items or [], "repairs": repairs}
     if repairs:  # this validated a repair round
         repairs[-1].update(
@@ -470,6 +517,33 @@ def stage_validate(ctx: StageContext) -> None:
         )
         return
     following = jobs.advance(rt.db, job.id, rt.worker, "validate", candidates=scored, result=result)
+    rt.send(job.id, following)
+
+
+def _choose_look_alike(
+    rt: Runtime, job: Job, checked: list[dict[str, Any]], validate_s: float
+) -> None:
+    """Choose the look-alike the model is shown from a picture request's gallery parts, now
+    checked and ranked (gallery.checked_look_alike), and hand the job back to sample."""
+    from genservice.generation.gallery import checked_look_alike
+
+    program = checked_look_alike([c["program"] for c in checked])
+    chosen = next((c for c in checked if c["program"] == program), None)
+    look_alike = {
+        "state": "chosen",
+        "program": program,
+        "retrieved_from": chosen.get("retrieved_from") if chosen else None,
+        "validate_s": validate_s,
+    }
+    following = jobs.advance(
+        rt.db,
+        job.id,
+        rt.worker,
+        "validate",
+        to="generate",
+        candidates=checked,
+        result={**(job.result or {}), "look_alike": look_alike},
+    )
     rt.send(job.id, following)
 
 

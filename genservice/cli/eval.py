@@ -12,7 +12,12 @@ from genservice.cli.common import UsageError, cli_device, sandbox_limits
 from genservice.generation import fit as fit_module
 from genservice.generation.engine import MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT, MAX_FIT_STARTS
-from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, gallery_candidates
+from genservice.generation.gallery import (
+    MAX_RETRIEVE,
+    RETRIEVE_DEFAULT,
+    checked_look_alike,
+    gallery_candidates,
+)
 from genservice.generation.pictures import read_by_model
 
 # Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
@@ -102,6 +107,15 @@ def add_eval_command(sub: Any) -> None:
         help="image tasks: also measure what serving answers with K parts of the model's "
         "gallery that look most like the picture beside the N samples (serving's default is "
         f"{RETRIEVE_DEFAULT} with a picture); the fit then starts from that answer; default 0",
+    )
+    parser.add_argument(
+        "--look-alike",
+        choices=("checked", "closest"),
+        default="checked",
+        help="image tasks, a model that reads look-alikes: show it the gallery part (of the "
+        f"--retrieve K, or {RETRIEVE_DEFAULT}, that look like the picture) that the checks "
+        "score best, as serving does (checked, the default), or the one whose coarse "
+        "silhouette is closest (closest: as serving did before it checked them first)",
     )
     parser.add_argument(
         "--modality",
@@ -239,7 +253,7 @@ def eval_command(args: argparse.Namespace) -> int:
     from genservice.generation.loader import ModelNotFoundError, default_model_dir, load_model
     from genservice.generation.prompts import build_repair_messages, clean_completion
     from genservice.generation.sampler import sample
-    from training.evaluate import picture_target, run_evaluation, write_outputs
+    from training.evaluate import picture_target, run_evaluation, score_programs, write_outputs
     from training.sft import row_look_alike, task_messages
     from validators.sandbox import SandboxPool, SandboxUnavailable
     from validators.sandbox.pool import DEFAULT_PRELOAD
@@ -265,7 +279,7 @@ def eval_command(args: argparse.Namespace) -> int:
         look_alike = None  # as serving: a repair round shows none, and mends from none
         if messages is None:
             if task.get("previous_program") is None:  # an edit is shown its own program
-                look_alike = row_look_alike(task, loaded)
+                look_alike = shown_look_alike(task)
             messages = task_messages({**task, "look_alike": look_alike}, loaded)
         completions = sample(
             loaded,
@@ -295,9 +309,9 @@ def eval_command(args: argparse.Namespace) -> int:
         )  # fmt: skip
         return generate(task, n, seed, messages)
 
-    def retrieve(task: dict[str, Any]) -> list[tuple[str, str | None]]:
+    def retrieve(task: dict[str, Any], k: int | None = None) -> list[tuple[str, str | None]]:
         # Asked exactly as serving retrieves (engine.retrieve_programs): all its pictures.
-        found = loaded.gallery.nearest(picture_target(task), task["domain"], args.retrieve)
+        found = loaded.gallery.nearest(picture_target(task), task["domain"], k or args.retrieve)
         programs = [r.entry.scaled_to(task["prompt"]) for r in found]
         bound = programs
         if args.bind != "off":
@@ -305,6 +319,15 @@ def eval_command(args: argparse.Namespace) -> int:
         ids = [r.entry.id for r in found]
         parts = gallery_candidates(bound, programs, ids)
         return [(program, loaded.gallery.design_of(entry_id)) for program, entry_id in parts]
+
+    def shown_look_alike(task: dict[str, Any]) -> str | None:
+        # Chosen as serving chooses it (engine.generate): the gallery parts checked first.
+        if args.look_alike == "closest" or not task.get("images") or not loaded.reads_look_alikes:
+            return row_look_alike(task, loaded)
+        parts = [program for program, _ in retrieve(task, args.retrieve or RETRIEVE_DEFAULT)]
+        scores = score_programs(task, parts, pool, limits, reference=False)
+        order = sorted(range(len(parts)), key=lambda i: tuple(-x for x in scores[i].rank))
+        return checked_look_alike([parts[i] for i in order])
 
     if args.retrieve and loaded.gallery is None:
         raise UsageError(f"--retrieve: the model at {model_dir} has no gallery/")

@@ -15,7 +15,7 @@ from typing import Any
 from genservice.generation.binding import bind_candidates
 from genservice.generation.entry_point import EntryPoint, check_entry_point
 from genservice.generation.fit import MAX_FIT, Fit, fit_candidate, fit_starts
-from genservice.generation.gallery import MAX_RETRIEVE, gallery_candidates
+from genservice.generation.gallery import MAX_RETRIEVE, checked_look_alike, gallery_candidates
 from genservice.generation.loader import LoadedModel
 from genservice.generation.pictures import read_by_model
 from genservice.generation.prompts import DOMAINS, build_repair_messages, clean_completion
@@ -156,6 +156,9 @@ class GenerationResult:
     generated_tokens: int = 0
     repairs: list[RepairRound] = field(default_factory=list)
     fit: dict[str, Any] | None = None  # what fitting to the request did (Fit.to_dict)
+    # a picture request to a model that reads look-alikes: the gallery part it was shown
+    # (program, retrieved_from), the one of its gallery parts the checks scored best
+    look_alike: dict[str, Any] | None = None
 
     @property
     def valid(self) -> bool:
@@ -176,6 +179,7 @@ class GenerationResult:
             "generated_tokens": self.generated_tokens,
             "repairs": [r.to_dict() for r in self.repairs],
             "fit": self.fit,
+            **({"look_alike": self.look_alike} if self.look_alike is not None else {}),
         }
 
 
@@ -202,23 +206,21 @@ def sample_programs(
     progress: ProgressCallback | None = None,
     messages: list[dict[str, Any]] | None = None,
     seed: int | None = None,
+    look_alike: str | None = None,
 ) -> list[Sampled]:
     """Sample request.n programs for the request (one prefill, shared KV cache), cleaned; for a
-    new CAD or scene request, each bound to the numbers it states (binding.py). A new picture
-    request also gets up to `request.retrieve` parts of the model's gallery that look like its
-    picture (gallery.py), after the samples. `messages` and `seed` replace the request's own (a
-    repair round asks with `repair_messages`, and retrieves nothing)."""
+    new CAD or scene request, each bound to the numbers it states (binding.py). A model that
+    reads look-alikes is shown one with a new picture request: `look_alike` (the gallery part
+    the checks scored best, `checked_look_alike`), or else the gallery part closest in
+    silhouette. `messages` and `seed` replace the request's own (a repair round asks with
+    `repair_messages`, and is shown no look-alike)."""
     loaded.check_images(len(request.images))
     notify = progress or (lambda *event: None)
     settings = request.sampling()
-    retrieved = retrieve_programs(request, loaded) if messages is None else []
     shown = read_by_model(request.images)  # the gallery, the checks and the fit read them all
-    look_alike = None  # the look-alike program the model is shown (and its samples mended from)
     if messages is None:
-        if request.images and request.previous_program is None:
-            look_alike = loaded.look_alike(
-                request.domain, request.prompt, list(request.images), retrieved or None
-            )
+        if request.images and request.previous_program is None and look_alike is None:
+            look_alike = loaded.look_alike(request.domain, request.prompt, list(request.images))
         messages = loaded.messages(
             request.domain,
             request.prompt,
@@ -227,6 +229,8 @@ def sample_programs(
             images=len(shown),
             look_alike=look_alike,
         )
+    else:
+        look_alike = None  # a repair round mends from nothing but the failed program's words
     notify("generating", 0, settings.n)
     completions = sample(
         loaded,
@@ -244,22 +248,31 @@ def sample_programs(
             else None
         ),
     )
-    scaled = [r.entry.scaled_to(request.prompt) for r in retrieved]
     programs = bind_candidates(
-        [clean_completion(c.text) for c in completions] + scaled,
+        [clean_completion(c.text) for c in completions],
         request.domain,
         request.prompt,
         request.previous_program,
         look_alike,
         request.instruction,
     )
-    written, found = programs[: len(completions)], programs[len(completions) :]
     return [
         Sampled(program, c.finish_reason, len(c.tokens))
-        for program, c in zip(written, completions, strict=True)
-    ] + [
+        for program, c in zip(programs, completions, strict=True)
+    ]
+
+
+def gallery_programs(request: GenerationRequest, loaded: LoadedModel) -> list[Sampled]:
+    """A new picture request's gallery parts as candidates (gallery.py): the `request.retrieve`
+    parts that look most like its picture, each bound to the numbers its words state and, where
+    that changed it, also as only scaled to their size; none without a picture or a gallery."""
+    retrieved = retrieve_programs(request, loaded)
+    scaled = [r.entry.scaled_to(request.prompt) for r in retrieved]
+    bound = bind_candidates(scaled, request.domain, request.prompt)
+    ids = [r.entry.id for r in retrieved]
+    return [
         Sampled(program, "retrieved", 0, entry_id)
-        for program, entry_id in gallery_candidates(found, scaled, [r.entry.id for r in retrieved])
+        for program, entry_id in gallery_candidates(bound, scaled, ids)
     ]
 
 
@@ -385,12 +398,23 @@ def generate(
     notify = progress or (lambda *event: None)
     settings = request.sampling()
     started = time.perf_counter()
-    sampled = sample_programs(request, loaded, notify)
+    gallery = gallery_programs(request, loaded)
+    checked: list[Candidate] = []
+    look_alike = None
+    if gallery:  # checked before sampling, so the model is shown the one that scores best
+        pool = pool.result() if isinstance(pool, Future) else pool
+        checked = rank_programs(request, gallery, pool, notify, limits, parameters, settings.n)
+        if loaded.reads_look_alikes:
+            look_alike = checked_look_alike([c.program for c in checked])
+    checked_at = time.perf_counter()
+    sampled = sample_programs(request, loaded, notify, look_alike=look_alike)
     generated = time.perf_counter()
     if isinstance(pool, Future):
         pool = pool.result()
     ready = time.perf_counter()
-    candidates = rank_programs(request, sampled, pool, notify, limits, parameters)
+    # Ordered as rerank orders candidates; samples before gallery parts on ties.
+    ranked = rank_programs(request, sampled, pool, notify, limits, parameters)
+    candidates = sorted([*ranked, *checked], key=lambda c: verdict_order(c.report))
     validated = time.perf_counter()
     repairs: list[RepairRound] = []
     tokens = sum(s.tokens for s in sampled)
@@ -459,9 +483,9 @@ def generate(
         model_id=loaded.model_id,
         weights_sha256=loaded.weights_sha256,
         timings={
-            "generate_s": round(generated - started, 4),
+            "generate_s": round(generated - checked_at, 4),
             "pool_wait_s": round(ready - generated, 4),
-            "validate_s": round(validated - ready, 4),
+            "validate_s": round(validated - ready + checked_at - started, 4),
             "repair_s": round(repaired - validated - fit_s, 4),
             "fit_s": round(fit_s, 4),
             "settle_s": round(settled - repaired, 4),
@@ -469,7 +493,16 @@ def generate(
         generated_tokens=tokens,
         repairs=repairs,
         fit=fit.to_dict() if fit is not None else None,
+        look_alike=shown_from(look_alike, checked),
     )
+
+
+def shown_from(look_alike: str | None, checked: list[Candidate]) -> dict[str, Any] | None:
+    """The look-alike a model was shown, and the gallery entry it is (None when none was)."""
+    chosen = next((c for c in checked if c.program == look_alike), None)
+    if chosen is None:
+        return None
+    return {"program": chosen.program, "retrieved_from": chosen.retrieved_from}
 
 
 def settle_candidates(

@@ -351,6 +351,14 @@ def look_alike_program(
     return None
 
 
+def checked_look_alike(ranked: Sequence[str]) -> str | None:
+    """The look-alike a model is shown once a picture's gallery parts were checked: the first
+    of them, best first as the checks rank them (scaled and bound to the words already), short
+    enough to show. The checks build each part and score it against the picture from any
+    viewpoint, so their best is closer to the pictured part than the closest coarse silhouette."""
+    return next((program for program in ranked if len(program) <= LOOK_ALIKE_MAX_CHARS), None)
+
+
 def reads_look_alikes(model_dir: Path | str) -> bool:
     """Whether the model in `model_dir` was trained to read a look-alike with a picture."""
     return (Path(model_dir) / LOOK_ALIKE_FILE).is_file()

@@ -511,6 +511,15 @@ def test_a_test_split_render_comes_back_as_the_part_it_shows(
         # default with a picture); an answer from the gallery says so in its provenance.
         retrieved = [c for c in result["candidates"] if "retrieved_from" in c]
         assert retrieved and all(c["finish_reason"] == "retrieved" for c in retrieved)
+        # They were checked before sampling, and the model was shown the best of them.
+        shown = result["look_alike"]
+        assert shown["state"] == "shown" and shown["retrieved_from"] in {
+            c["retrieved_from"] for c in retrieved
+        }
+        indices = sorted(c["index"] for c in result["candidates"])
+        assert indices == list(range(len(indices)))  # samples, gallery parts, fitted parts
+        assert {c["index"] for c in result["candidates"] if c["finish_reason"] != "retrieved"
+                and "fitted_from" not in c} == set(range(4))  # fmt: skip
         source = first["fitted_from"] if "fitted_from" in first else first["index"]
         answer = next(c for c in result["candidates"] if c["index"] == source)
         manifest = next(a for a in result["assets"] if a["format"] == "manifest")

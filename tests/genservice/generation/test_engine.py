@@ -9,6 +9,7 @@ import pytest
 from genservice.generation import engine
 from genservice.generation.engine import GenerationRequest, generate
 from genservice.generation.entry_point import EntryPoint
+from genservice.generation.image_match import as_target
 from genservice.generation.sampler import Completion
 
 BOX = "import cadquery as cq\nresult = cq.Workplane('XY').box(20, 10, 5)\n"
@@ -256,8 +257,9 @@ def test_a_picture_that_fits_two_different_parts_is_answered_but_not_valid(
     assert "rivals" not in both.report.checks["image_match"].detail
 
 
-def _gallery_of_one_plate(pictured: str, monkeypatch, llava, pool, tmp_path):
-    """Give the model a gallery holding one train-split plate; return an iso picture of it."""
+def _gallery_of_one_plate(pictured: str, monkeypatch, llava, pool, tmp_path, also=()):
+    """Give the model a gallery holding one train-split plate (and the parts `also`, as
+    (id, program)); return an iso picture of the plate."""
     import json
 
     from PIL import Image
@@ -269,6 +271,8 @@ def _gallery_of_one_plate(pictured: str, monkeypatch, llava, pool, tmp_path):
 
     rows = [{"id": "plate-30", "domain": "cad", "family": "plate", "split": "train",
              "prompt": "a plate", "reference": pictured}]  # fmt: skip
+    rows += [{"id": entry_id, "domain": "cad", "family": entry_id, "split": "train",
+              "prompt": "a part", "reference": program} for entry_id, program in also]  # fmt: skip
     source = tmp_path / "tasks.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in rows))
     build_gallery(source, tmp_path / "model" / "gallery", pool, 1)
@@ -332,3 +336,35 @@ def test_a_model_that_reads_look_alikes_is_shown_the_closest_gallery_part(
         GenerationRequest("like this, 120 mm long", images=(picture,), n=1), llava, pool
     )
     assert "width = 60.0" in result.program and result.report.checks["executes"].passed
+
+
+def test_a_model_that_reads_look_alikes_is_shown_the_gallery_part_the_checks_score_best(
+    monkeypatch, llava, pool, tmp_path
+):
+    """A picture's gallery parts are built and checked before the model samples, and it is
+    shown the one that looks most like the picture when built, not the one whose coarse
+    silhouette came first; the result says which it was shown."""
+    disc = "import cadquery as cq\nradius = 25.0\nresult = cq.Workplane('XY').cylinder(8, radius)\n"
+    pictured = PLATE.format(width=30.0)
+    picture = _gallery_of_one_plate(
+        pictured, monkeypatch, llava, pool, tmp_path, also=[("disc-25", disc)]
+    )
+    coarse = llava.gallery.nearest
+    monkeypatch.setattr(  # the coarse silhouettes put the disc first
+        llava.gallery, "nearest", lambda *args, **kw: list(reversed(coarse(*args, **kw)))
+    )
+    assert [r.entry.id for r in llava.gallery.nearest(as_target([picture]), "cad", 2)] == [
+        "disc-25", "plate-30"
+    ]  # fmt: skip
+    monkeypatch.setattr(llava, "reads_look_alikes", True, raising=False)
+    seen: dict = {}
+    monkeypatch.setattr(engine, "sample", _scripted([disc], seen))
+    request = GenerationRequest("make this", images=(picture,), n=1, retrieve=2)
+    result = generate(request, llava, pool)
+    text = seen["messages"][1]["content"][-1]["text"]
+    assert "box(60, width, 6)" in text and "cylinder" not in text
+    assert result.look_alike == {"program": pictured, "retrieved_from": "plate-30"}
+    assert result.to_dict()["look_alike"]["retrieved_from"] == "plate-30"
+    assert result.candidates[0].retrieved_from == "plate-30"  # it also serves, being closest
+    assert [c.index for c in result.candidates if c.retrieved_from is None] == [0]
+    assert sorted(c.index for c in result.candidates) == [0, 1, 2]  # the sample, then the parts
