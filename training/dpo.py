@@ -306,7 +306,7 @@ class DPOTrainer:
         from training.sft import task_messages
 
         sampling = self.config.sampling
-        messages = task_messages(task, self.loaded)
+        messages = task_messages(task, self.loaded, rewards.pool, rewards.limits)
         prompt = encode_prompt(self.loaded, messages)["input_ids"][0].tolist()
         completions = sample(
             self.loaded, messages, n=sampling.n, seed=task_seed(sampling.seed, str(task["id"])),

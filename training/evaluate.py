@@ -205,15 +205,20 @@ def picture_target(task: dict[str, Any]) -> Any | None:
     None for a text task."""
     if not task.get("images"):
         return None
-    from PIL import Image
-
     from genservice.generation.image_match import as_target
 
+    return as_target(task_pictures(task))
+
+
+def task_pictures(task: dict[str, Any]) -> list[Any]:
+    """An image task's pictures, read as RGB images (none for a text task)."""
+    from PIL import Image
+
     pictures = []
-    for path in task["images"]:
+    for path in task.get("images") or []:
         with Image.open(path) as picture:
             pictures.append(picture.convert("RGB"))
-    return as_target(pictures)
+    return pictures
 
 
 def _within(measured: Any, wanted: list[float], tolerance: float = 0.05) -> bool:

@@ -291,7 +291,7 @@ class RLTrainer:
 
         key = str(task["id"])
         if key not in self._prompts:
-            self._prompts[key] = task_messages(task, self.loaded)
+            self._prompts[key] = task_messages(task, self.loaded, self.pool, self.limits)
         return self._prompts[key]
 
     def _generate_group(self, task: dict, seed: int) -> Group:

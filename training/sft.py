@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from genservice.generation.gallery import carry_gallery, mark_look_alikes
+from genservice.generation.gallery import RETRIEVE_DEFAULT, carry_gallery, mark_look_alikes
 from genservice.generation.pictures import read_by_model
 from genservice.generation.prompts import DOMAINS, build_messages, repair_messages_of
 from genservice.generation.retrieval import INDEX_DIR, ExampleIndex, request_messages
@@ -98,31 +98,51 @@ def load_tasks(path: str | Path, splits: list[str], domains: list[str] | None) -
     return rows
 
 
-def row_look_alike(row: dict, loaded: Any | None = None) -> str | None:
+def row_look_alike(
+    row: dict,
+    loaded: Any | None = None,
+    pool: Any | None = None,
+    limits: Any | None = None,
+    retrieve: int = 0,
+) -> str | None:
     """The look-alike program a picture row's prompt shows: a training row's own (`corpus
-    look-alikes`), else what serving would show the loaded model; None without either."""
+    look-alikes`), else what serving would show the loaded model: with a sandbox `pool`, the
+    best of the `retrieve` gallery parts that look like the picture once they are checked
+    (engine.check_gallery), else the one closest in silhouette; None without either."""
     if row.get("look_alike") is not None:
         return str(row["look_alike"])
     if not row.get("images") or loaded is None or not loaded.reads_look_alikes:
         return None
-    from training.evaluate import picture_target
+    from training.evaluate import picture_target, task_pictures
 
+    if pool is not None and retrieve and row["domain"] in ("cad", "scene"):
+        from genservice.generation.engine import GenerationRequest, check_gallery
+
+        pictures = tuple(task_pictures(row))
+        request = GenerationRequest(row["prompt"], row["domain"], images=pictures,
+                                    retrieve=retrieve)  # fmt: skip
+        checked = check_gallery(request, loaded, pool, limits=limits)[1]
+        if checked is not None:
+            return checked
     return loaded.look_alike(row["domain"], row["prompt"], picture_target(row))
 
 
-def task_messages(row: dict, loaded: Any | None = None) -> list[dict[str, Any]]:
+def task_messages(
+    row: dict, loaded: Any | None = None, pool: Any | None = None, limits: Any | None = None
+) -> list[dict[str, Any]]:
     """The serving prompt of a task row (an edit when it has previous_program + instruction,
     a repair when it has `repair: true`, failed_program and error).
 
     With a loaded model that uses retrieval, the prompt carries its nearest solved example
     (never the task itself), exactly as serving builds it; a repair, like an edit, carries its
-    own program and no example.
+    own program and no example. A picture row is shown the look-alike serving would show: with a
+    sandbox `pool`, the best of its gallery parts once checked (row_look_alike).
     """
     if row.get("repair"):
         return repair_messages_of(row)
     if row.get("images"):  # a picture carries no retrieved example, when serving either
         shown = read_by_model(row["images"])  # the pictures serving shows the model
-        look_alike = row_look_alike(row, loaded)
+        look_alike = row_look_alike(row, loaded, pool, limits, RETRIEVE_DEFAULT)
         return build_messages(
             row["domain"], row["prompt"], images=len(shown), look_alike=look_alike
         )

@@ -15,7 +15,6 @@ from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT, MAX_FIT_
 from genservice.generation.gallery import (
     MAX_RETRIEVE,
     RETRIEVE_DEFAULT,
-    checked_look_alike,
     gallery_candidates,
 )
 from genservice.generation.pictures import read_by_model
@@ -253,7 +252,7 @@ def eval_command(args: argparse.Namespace) -> int:
     from genservice.generation.loader import ModelNotFoundError, default_model_dir, load_model
     from genservice.generation.prompts import build_repair_messages, clean_completion
     from genservice.generation.sampler import sample
-    from training.evaluate import picture_target, run_evaluation, score_programs, write_outputs
+    from training.evaluate import picture_target, run_evaluation, write_outputs
     from training.sft import row_look_alike, task_messages
     from validators.sandbox import SandboxPool, SandboxUnavailable
     from validators.sandbox.pool import DEFAULT_PRELOAD
@@ -321,13 +320,10 @@ def eval_command(args: argparse.Namespace) -> int:
         return [(program, loaded.gallery.design_of(entry_id)) for program, entry_id in parts]
 
     def shown_look_alike(task: dict[str, Any]) -> str | None:
-        # Chosen as serving chooses it (engine.generate): the gallery parts checked first.
-        if args.look_alike == "closest" or not task.get("images") or not loaded.reads_look_alikes:
+        # Chosen as serving chooses it (engine.check_gallery), or as it did (closest).
+        if args.look_alike == "closest":
             return row_look_alike(task, loaded)
-        parts = [program for program, _ in retrieve(task, args.retrieve or RETRIEVE_DEFAULT)]
-        scores = score_programs(task, parts, pool, limits, reference=False)
-        order = sorted(range(len(parts)), key=lambda i: tuple(-x for x in scores[i].rank))
-        return checked_look_alike([parts[i] for i in order])
+        return row_look_alike(task, loaded, pool, limits, args.retrieve or RETRIEVE_DEFAULT)
 
     if args.retrieve and loaded.gallery is None:
         raise UsageError(f"--retrieve: the model at {model_dir} has no gallery/")

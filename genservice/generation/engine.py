@@ -276,12 +276,38 @@ def gallery_programs(request: GenerationRequest, loaded: LoadedModel) -> list[Sa
     ]
 
 
+def check_gallery(
+    request: GenerationRequest,
+    loaded: LoadedModel,
+    pool: Any,
+    progress: ProgressCallback | None = None,
+    limits: Any | None = None,
+    parameters: dict[str, Any] | None = None,
+) -> tuple[list[Candidate], str | None]:
+    """A new picture request's gallery parts (gallery_programs), checked and ranked before any
+    sampling (numbered after the request's n samples), and the look-alike the model is then
+    shown: the best of them short enough to show (gallery.checked_look_alike); None when the
+    model reads no look-alikes or there are no parts."""
+    gallery = gallery_programs(request, loaded)
+    if not gallery:
+        return [], None
+    checked = rank_programs(request, gallery, pool, progress, limits, parameters, request.n)
+    if not loaded.reads_look_alikes:
+        return checked, None
+    return checked, checked_look_alike([c.program for c in checked])
+
+
+def retrieves(request: GenerationRequest, loaded: LoadedModel) -> bool:
+    """Whether a request gets gallery parts: a new CAD or scene request with a picture, asking
+    for some, to a model with a gallery."""
+    new_part = request.previous_program is None and request.domain in ("cad", "scene")
+    return bool(request.images and request.retrieve and new_part and loaded.gallery is not None)
+
+
 def retrieve_programs(request: GenerationRequest, loaded: LoadedModel) -> list[Any]:
     """The gallery entries (gallery.Retrieved) that look most like a new CAD or scene
     request's picture; none without a picture, a gallery or `request.retrieve`."""
-    if not (request.images and request.retrieve and request.previous_program is None):
-        return []
-    if request.domain not in ("cad", "scene") or loaded.gallery is None:
+    if not retrieves(request, loaded):
         return []
     from genservice.generation.image_match import as_target
 
@@ -398,14 +424,11 @@ def generate(
     notify = progress or (lambda *event: None)
     settings = request.sampling()
     started = time.perf_counter()
-    gallery = gallery_programs(request, loaded)
     checked: list[Candidate] = []
     look_alike = None
-    if gallery:  # checked before sampling, so the model is shown the one that scores best
+    if retrieves(request, loaded):  # checked first, so that the model is shown the best of them
         pool = pool.result() if isinstance(pool, Future) else pool
-        checked = rank_programs(request, gallery, pool, notify, limits, parameters, settings.n)
-        if loaded.reads_look_alikes:
-            look_alike = checked_look_alike([c.program for c in checked])
+        checked, look_alike = check_gallery(request, loaded, pool, notify, limits, parameters)
     checked_at = time.perf_counter()
     sampled = sample_programs(request, loaded, notify, look_alike=look_alike)
     generated = time.perf_counter()

@@ -133,3 +133,15 @@ def test_an_evaluated_picture_is_shown_the_look_alike_serving_would_show(
     assert task_messages(row)[1]["content"][-1]["text"] == "make this"  # no model: plain
     model.reads_look_alikes = False
     assert task_messages(row, model)[1]["content"][-1]["text"] == "make this"
+
+    # With a sandbox pool its gallery parts are built and checked first, as serving checks
+    # them: the one that looks most like the picture once built is shown, whatever order the
+    # coarse silhouettes gave.
+    from training.evaluate import picture_target
+
+    model.reads_look_alikes = True
+    coarse = model.gallery.nearest
+    model.gallery.nearest = lambda *args, **kw: list(reversed(coarse(*args, **kw)))
+    assert model.gallery.nearest(picture_target(row), "cad", 8)[0].entry.program != PROGRAMS["tube"]
+    text = task_messages(row, model, pool)[1]["content"][-1]["text"]
+    assert text.startswith(f"A part that looks like the picture:\n{PROGRAMS['tube'].strip()}\n")
