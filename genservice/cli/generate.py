@@ -476,11 +476,18 @@ def _finish(
                     "report": result.report.to_dict(),
                     "files": files,
                     "candidates": [
-                        {"reward": c.reward, "valid": c.valid, "index": c.index, "round": c.round}
+                        {
+                            "reward": c.reward,
+                            "valid": c.valid,
+                            "index": c.index,
+                            "round": c.round,
+                            **({"retrieved_from": c.retrieved_from} if c.retrieved_from else {}),
+                        }
                         for c in result.candidates
                     ],
                     "repairs": [r.to_dict() for r in result.repairs],
                     "fit": result.fit,
+                    "look_alike": result.look_alike,
                     "seed": result.seed,
                     "sampling": result.sampling,
                     "model_id": result.model_id,
@@ -511,6 +518,10 @@ def _finish(
         if source is not None and source.retrieved_from is not None:
             print(f"the answer starts from the gallery's part {source.retrieved_from}: it looked "
                   "most like the picture")  # fmt: skip
+        if result.look_alike is not None:
+            shown = result.look_alike["retrieved_from"]
+            print(f"the model was shown the gallery's part {shown}: of the parts that look like "
+                  "the picture, the checks scored it best")  # fmt: skip
         if result.fit is not None:
             print(fit_line(result.fit))
         for entry in files:
@@ -519,6 +530,7 @@ def _finish(
         print(
             f"seed {result.seed}  model {result.model_id}  generate {timings['generate_s']:.2f} s"
             f"  validate {timings['validate_s']:.2f} s"
+            + (f"  gallery {timings['gallery_s']:.2f} s" if timings.get("gallery_s") else "")
         )
     if message:
         print(f"genservice generate: {message}", file=sys.stderr)

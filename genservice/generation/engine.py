@@ -508,7 +508,8 @@ def generate(
         timings={
             "generate_s": round(generated - checked_at, 4),
             "pool_wait_s": round(ready - generated, 4),
-            "validate_s": round(validated - ready + checked_at - started, 4),
+            "gallery_s": round(checked_at - started, 4),  # its parts checked before sampling
+            "validate_s": round(validated - ready, 4),
             "repair_s": round(repaired - validated - fit_s, 4),
             "fit_s": round(fit_s, 4),
             "settle_s": round(settled - repaired, 4),

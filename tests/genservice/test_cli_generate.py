@@ -223,4 +223,7 @@ def test_a_test_split_render_comes_back_as_the_part_it_shows(tmp_path):
     result = json.loads(done.stdout)
     assert result["valid"], result["message"]
     assert "image_match" in result["report"]["checks"], "candidates are compared with the picture"
+    # The shipped model reads look-alikes: it was shown the gallery part its checks chose.
+    shown = result["look_alike"]["retrieved_from"]
+    assert shown in {c.get("retrieved_from") for c in result["candidates"]}
     assert iou_to(mesh, next(out.glob("*.stl"))) >= ROUND_TRIP_IOU

@@ -40,7 +40,7 @@ def test_the_best_candidate_is_chosen_by_the_validators(monkeypatch, causal, poo
     assert result.seed == 9 and result.sampling["n"] == 3 and seen["seed"] == 9
     assert seen["messages"][0]["role"] == "system" and "a box" in seen["messages"][1]["content"]
     assert set(result.timings) == {
-        "generate_s", "pool_wait_s", "validate_s", "repair_s", "fit_s", "settle_s"
+        "gallery_s", "generate_s", "pool_wait_s", "validate_s", "repair_s", "fit_s", "settle_s"
     }  # fmt: skip
     assert result.repairs == []  # a valid candidate: no repair round
     assert result.model_id == causal.model_id and result.weights_sha256 == causal.weights_sha256
