@@ -14,6 +14,10 @@ in this order, each step only where the program says what is meant:
   parameter is set and never read: the block sets `length = 15.0`, the body extrudes by
   `thickness`. Then the two are one number under two names, and the parameter takes the name
   the body reads (its assignments renamed through the syntax tree, nothing else touched).
+- **A count written as a whole float.** A top-level parameter set to a whole number written as
+  a float (`hole_count = 11.0`) and handed, as it is, where only an int will do (`range`, a
+  count of CadQuery's `rarray`, `polarArray` or `polygon`): "TypeError: 'float' object cannot
+  be interpreted as an integer". It is written as the int (`hole_count = 11`).
 - **A number taken from the program it was shown.** A request with a picture shows the model a
   look-alike's program, and an edit shows it the program being edited; the model often keeps
   that program's body and writes its own parameter block, leaving out a parameter the body
@@ -42,7 +46,7 @@ def mend_names(program: str, shown: str | None = None) -> str:
     """The program with its slips of names mended where it leaves no doubt (see the module's
     rules); `shown` is the program the model was shown (a look-alike, or the program being
     edited), whose numbers may fill a parameter the body reads. Unchanged otherwise."""
-    mended = _import_modules(program)
+    mended = _import_modules(_whole_counts(program))
     renamed = _rename_slip(mended)
     if renamed != mended or not shown:
         return renamed
@@ -76,6 +80,55 @@ def _import_modules(program: str) -> str:
     imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
     after = max((n.end_lineno or n.lineno for n in imports if n.lineno <= leading), default=0)
     return _insert_lines(program, after, [f"import {module}" for module in missing])
+
+
+# Where a count must be an int: the call's name, its positions and keywords that take one.
+_COUNTS = {
+    "range": (frozenset({0, 1, 2}), frozenset()),
+    "rarray": (frozenset({2, 3}), frozenset({"xCount", "yCount"})),
+    "polarArray": (frozenset({3}), frozenset({"count"})),
+    "polygon": (frozenset({0}), frozenset({"nSides"})),
+}
+
+
+def _whole_counts(program: str) -> str:
+    """The program with each top-level parameter set to a whole float and passed bare where
+    only an int will do (_COUNTS) written as that int."""
+    try:
+        tree = parse(program)
+    except ProgramError:
+        return program
+    whole = {  # name: the float constant it is set to, at the top level
+        node.targets[0].id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, float) and node.value.value.is_integer()
+    }  # fmt: skip
+    counts: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name not in _COUNTS:
+            continue
+        positions, keywords = _COUNTS[name]
+        given = [arg for i, arg in enumerate(node.args) if i in positions]
+        given += [k.value for k in node.keywords if k.arg in keywords]
+        counts |= {arg.id for arg in given if isinstance(arg, ast.Name) and arg.id in whole}
+    if not counts or _dynamic(tree):
+        return program
+    lines = program.splitlines(keepends=True)
+    for name in counts:
+        value = whole[name]
+        line = lines[value.lineno - 1].encode()
+        start, end = value.col_offset, value.end_col_offset
+        if value.end_lineno != value.lineno or end is None:
+            continue
+        text = str(int(value.value)).encode()
+        lines[value.lineno - 1] = (line[:start] + text + line[end:]).decode()
+    return "".join(lines)
 
 
 def _rename_slip(program: str) -> str:

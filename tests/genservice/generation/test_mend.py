@@ -169,3 +169,38 @@ def test_an_edit_that_sets_one_measure_outright_is_bound() -> None:
                      "change the holes to 6", "thickness -> 5"):  # fmt: skip
         assert edit(relative) == wrote, relative
     assert bind_candidates([wrote], "cad", "make it 32 mm thick", WASHER) == [wrote]
+
+
+FLOAT_COUNT = """import cadquery as cq
+
+length = 150.0
+hole_count = 11.0
+hole_pitch = 12.0
+spokes = 6.0
+scale = 2.0
+
+result = cq.Workplane("XY").box(length, 30, 10)
+result = result.faces(">Z").workplane().rarray(hole_pitch, 1, hole_count, 1).hole(3.5)
+for i in range(spokes):
+    result = result.faces(">Z").workplane().center(0, 0).circle(1).cutBlind(-scale)
+"""
+
+
+def test_a_count_written_as_a_whole_float_is_written_as_an_int(pool) -> None:
+    """ "'float' object cannot be interpreted as an integer": a count the model wrote as 11.0
+    and handed to rarray or range is written 11; a whole float used as a measure stays."""
+    from validators.cad.validate import run_cad
+
+    broken = run_cad(FLOAT_COUNT, pool).report
+    assert not broken.valid and "interpreted as an integer" in broken.error.message
+    mended = mend_names(FLOAT_COUNT)
+    assert mended == FLOAT_COUNT.replace("hole_count = 11.0", "hole_count = 11").replace(
+        "spokes = 6.0", "spokes = 6"
+    )
+    assert run_cad(mended, pool).report.checks["executes"].passed
+    # Passed through arithmetic, or not a count at all, it is left as written.
+    derived = FLOAT_COUNT.replace(
+        "hole_pitch, 1, hole_count, 1", "hole_pitch, 1, int(hole_count), 1"
+    )
+    assert "hole_count = 11.0" in mend_names(derived)
+    assert "length = 150.0" in mended and "scale = 2.0" in mended
