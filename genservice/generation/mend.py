@@ -14,10 +14,6 @@ in this order, each step only where the program says what is meant:
   parameter is set and never read: the block sets `length = 15.0`, the body extrudes by
   `thickness`. Then the two are one number under two names, and the parameter takes the name
   the body reads (its assignments renamed through the syntax tree, nothing else touched).
-- **A count written as a whole float.** A top-level parameter set to a whole number written as
-  a float (`hole_count = 11.0`) and handed, as it is, where only an int will do (`range`, a
-  count of CadQuery's `rarray`, `polarArray` or `polygon`): "TypeError: 'float' object cannot
-  be interpreted as an integer". It is written as the int (`hole_count = 11`).
 - **A number taken from the program it was shown.** A request with a picture shows the model a
   look-alike's program, and an edit shows it the program being edited; the model often keeps
   that program's body and writes its own parameter block, leaving out a parameter the body
@@ -25,6 +21,11 @@ in this order, each step only where the program says what is meant:
   program sets as a top-level number, is set to that number at the end of the program's
   parameter block. Then the rename above is tried again (one name may remain, with one unread
   parameter for it).
+- **A count written as a whole float**, last (it may be a number just taken from the
+  program shown). A top-level parameter set to a whole number written as
+  a float (`hole_count = 11.0`) and handed, as it is, where only an int will do (`range`, a
+  count of CadQuery's `rarray`, `polarArray` or `polygon`): "TypeError: 'float' object cannot
+  be interpreted as an integer". It is written as the int (`hole_count = 11`).
 
 Anything less certain (two unknown names, two unread parameters and nothing shown that sets
 them, `global`, star imports, `exec`) is left to validation, whose error the repair round feeds
@@ -46,11 +47,11 @@ def mend_names(program: str, shown: str | None = None) -> str:
     """The program with its slips of names mended where it leaves no doubt (see the module's
     rules); `shown` is the program the model was shown (a look-alike, or the program being
     edited), whose numbers may fill a parameter the body reads. Unchanged otherwise."""
-    mended = _import_modules(_whole_counts(program))
+    mended = _import_modules(program)
     renamed = _rename_slip(mended)
-    if renamed != mended or not shown:
-        return renamed
-    return _rename_slip(_borrow_parameters(mended, shown))
+    if renamed == mended and shown:
+        renamed = _rename_slip(_borrow_parameters(mended, shown))
+    return _whole_counts(renamed)  # last: a count may be one borrowed from the program shown
 
 
 def _unbound(program: str) -> tuple[ast.Module, set[str], set[str]] | None:

@@ -204,3 +204,12 @@ def test_a_count_written_as_a_whole_float_is_written_as_an_int(pool) -> None:
     )
     assert "hole_count = 11.0" in mend_names(derived)
     assert "length = 150.0" in mended and "scale = 2.0" in mended
+
+
+def test_a_count_taken_from_the_look_alike_as_a_whole_float_is_an_int_too() -> None:
+    """The look-alike sets `hole_count = 11.0`; a sample that keeps its body but leaves the
+    count out takes it from there, and then as the int rarray needs."""
+    shown = FLOAT_COUNT.replace("spokes = 6.0", "spokes = 6")
+    sample = shown.replace("hole_count = 11.0\n", "")
+    mended = mend_names(sample, shown)
+    assert "hole_count = 11\n" in mended and "hole_count = 11.0" not in mended
