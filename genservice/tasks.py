@@ -420,6 +420,11 @@ def stage_validate(ctx: StageContext) -> None:
     earlier = [c for c in job.candidates or [] if "report" in c]
     sampled = [c for c in job.candidates or [] if "report" not in c]
     look_alike = (job.result or {}).get("look_alike") or {}
+    checking = (  # what the editor and the API's progress events say
+        "checking {total} gallery parts that look like the picture"
+        if look_alike.get("state") == "checking"
+        else "validating {total} programs"
+    )
     started = time.perf_counter()
     asked = _asked(rt, job)
     items = judged_request(rt, job, asked)
@@ -434,7 +439,7 @@ def stage_validate(ctx: StageContext) -> None:
         time_budget_s=r.get("time_budget_s"),
         parameters=r.get("parameters") or None,
         limits=rt.limits(),
-        progress=lambda done, total: ctx.progress(done, total, f"validating {total} programs"),
+        progress=lambda done, total: ctx.progress(done, total, checking.format(total=total)),
         asked=asked,
         request=items,
         preview_size=CANDIDATE_PREVIEW_PX if job.kind == "generation" else None,

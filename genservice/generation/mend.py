@@ -127,7 +127,10 @@ def _whole_counts(program: str) -> str:
         start, end = value.col_offset, value.end_col_offset
         if value.end_lineno != value.lineno or end is None:
             continue
-        text = str(int(value.value)).encode()
+        number = value.value
+        if not isinstance(number, float):
+            continue
+        text = str(int(number)).encode()
         lines[value.lineno - 1] = (line[:start] + text + line[end:]).decode()
     return "".join(lines)
 
