@@ -540,14 +540,15 @@ def _choose_look_alike(
         "retrieved_from": chosen.get("retrieved_from") if chosen else None,
         "validate_s": validate_s,
     }
+    _back_to_generate(rt, job, checked, {**(job.result or {}), "look_alike": look_alike})
+
+
+def _back_to_generate(
+    rt: Runtime, job: Job, candidates: list[dict[str, Any]], result: dict[str, Any]
+) -> None:
+    """Hand a job from validation back to a model worker (to sample, or to repair)."""
     following = jobs.advance(
-        rt.db,
-        job.id,
-        rt.worker,
-        "validate",
-        to="generate",
-        candidates=checked,
-        result={**(job.result or {}), "look_alike": look_alike},
+        rt.db, job.id, rt.worker, "validate", to="generate", candidates=candidates, result=result
     )
     rt.send(job.id, following)
 
@@ -669,16 +670,7 @@ def _repair_next(
         return False
     error = error_of(Report.from_dict(best["report"]))
     repairs.append({"round": len(repairs) + 1, "repaired": best["index"], "error": error})
-    following = jobs.advance(
-        rt.db,
-        job.id,
-        rt.worker,
-        "validate",
-        to="generate",
-        candidates=scored,
-        result={**result, "repairs": repairs},
-    )
-    rt.send(job.id, following)
+    _back_to_generate(rt, job, scored, {**result, "repairs": repairs})
     return True
 
 

@@ -201,7 +201,8 @@ def _look_alike_lines(summary: dict[str, Any]) -> list[str]:
         f"- look-alikes: {rows:,} picture rows were trained with the program of the gallery part "
         "that looks most like the picture in the prompt (never the row's own reference; "
         "`genservice corpus look-alikes`); `look_alike.json` beside the weights makes serving, "
-        "evaluation and RL show it one with every new CAD or scene picture request"
+        "evaluation, RL and DPO show it one with every new CAD or scene picture request: the "
+        "one of the request's gallery parts that the checks score best, built before sampling"
     ]
 
 
