@@ -12,11 +12,7 @@ from genservice.cli.common import UsageError, cli_device, sandbox_limits
 from genservice.generation import fit as fit_module
 from genservice.generation.engine import MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT, MAX_FIT_STARTS
-from genservice.generation.gallery import (
-    MAX_RETRIEVE,
-    RETRIEVE_DEFAULT,
-    gallery_candidates,
-)
+from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, gallery_candidates
 from genservice.generation.pictures import read_by_model
 
 # Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
