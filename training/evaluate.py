@@ -3,8 +3,10 @@
 For every task the model writes N candidates (seeded). Each candidate is validated blind — with
 the task's spec (CAD) and what its own words ask (the `request` check, as served), or without
 any reference — and that blind reward alone picks the best of N: the reference shape never takes
-part in the choice. The reference is used afterwards, only to
-score: volumetric IoU and Chamfer distance (×10³) of every valid candidate.
+part in the choice. A task asked with a picture is judged as serving judges it, by its words
+and `image_match` against its picture: its spec (the reference's hole count, solids, volume)
+scores the candidates afterwards and never chooses among them. The reference is used
+afterwards, only to score: volumetric IoU and Chamfer distance (×10³) of every valid candidate.
 
 Reported per family and overall:
 - CAD/scene at pass@1 (over all N samples, i.e. the expected quality of one sample): invalidity
@@ -51,7 +53,9 @@ class CandidateScore:
 
     `valid` is the literature's validity (it ran and built sound solid geometry: the base
     checks); `all_checks` is the Report's verdict, which also needs the spec (and for scenes,
-    physics) to pass.
+    physics) to pass; an image task's verdict is the one served, without the spec (its
+    reference's counts and volume, which neither its words nor serving know): `spec_passed`
+    still says whether it meets it.
     """
 
     valid: bool
@@ -134,7 +138,7 @@ def _cad_scores(
     from validators.cad import similarity
     from validators.cad.mesh import combine, decode_mesh
     from validators.cad.request import size_targets, sizes_off
-    from validators.cad.validate import BASE_CHECKS, CadOptions, run_cad
+    from validators.cad.validate import BASE_CHECKS, CadOptions, run_cad, spec_check
 
     reference_mesh = None  # a request set (eval/requests_*.jsonl) has sizes, not a reference
     if task.get("reference") and reference:
@@ -150,13 +154,21 @@ def _cad_scores(
     sized = task.get("sized") == "bbox" and bool((task.get("spec") or {}).get("bbox_mm"))
     any_way = bool((task.get("spec") or {}).get("any_orientation"))
 
+    # An image task's spec holds what its reference measures (holes, solids, volume) and its
+    # words do not say; serving judges a picture request by its words and picture alone. So
+    # its candidates are checked as served, without the spec, and the spec only scores them.
+    spec_after = task.get("spec") if target is not None else None
+    judged_spec = None if target is not None else task.get("spec")
+
     def score(program: str) -> CandidateScore:
         run = run_cad(
-            program, pool, spec=task.get("spec"), limits=limits, options=options,
+            program, pool, spec=judged_spec, limits=limits, options=options,
             domain=task["domain"], request=request,
         )  # fmt: skip
         report = run.report
         spec = report.checks.get("spec")
+        if spec_after and "brep_valid" in report.checks:  # built a solid: measured, as judged
+            spec = spec_check(spec_after, report.metrics, options)
         asked = report.checks.get("request")
         base = [report.checks.get(name) for name in BASE_CHECKS]
         result = CandidateScore(
@@ -614,7 +626,8 @@ def report(results: list[TaskResult]) -> dict[str, Any]:
         "domains": {d: summarise([r for r in results if r.domain == d]) for d in domains},
         "families": {f: summarise([r for r in results if r.family == f]) for f in families},
         "selection": "best of N chosen by the validators' blind reward (spec and the request's "
-        "own words only, never the reference); IoU and Chamfer use the reference only to score",
+        "own words only, never the reference; a picture task as served: its words and picture, "
+        "the spec only scored); IoU and Chamfer use the reference only to score",
     }
 
 

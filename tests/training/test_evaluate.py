@@ -146,14 +146,14 @@ def test_repair_rounds_are_measured_before_and_after(pool, tmp_path):
     assert "## Before and after repair" in text and "| plate_holes | 1 | 50.0 % → 0.0 %" in text
 
 
-def _pictured_plate_task(task_id: str, pool, folder) -> dict:
-    """An image task: a 60 x 30 x 5 plate drawn with the rig, "make this"."""
+def _pictured_plate_task(task_id: str, pool, folder, reference: str | None = None) -> dict:
+    """An image task: a 60 x 30 x 5 plate (or `reference`) drawn with the rig, "make this"."""
     from PIL import Image
 
     from exporters.export import script_parts
     from exporters.render import render
 
-    reference = SOLID_PLATE.replace("40.0", "30.0")
+    reference = reference or SOLID_PLATE.replace("40.0", "30.0")
     parts, _ = script_parts(reference, pool, domain="cad")
     picture = folder / f"{task_id}.png"
     Image.fromarray(render(parts, size=96)).save(picture)
@@ -162,6 +162,24 @@ def _pictured_plate_task(task_id: str, pool, folder) -> dict:
 
 
 NARROW = "import cadquery as cq\n\nwidth = 14.0\nresult = cq.Workplane().box(60.0, width, 5.0)\n"
+
+
+def test_a_picture_task_is_judged_as_served_and_its_spec_only_scores(pool, tmp_path):
+    """An image task's spec holds its reference's counts ("4 holes"), which "make this" and the
+    picture never state: its candidates get the verdict serving gives (words and picture), so
+    the spec cannot choose among them; it still scores each one."""
+    task = {**_pictured_plate_task("pictured-spec", pool, tmp_path, reference=PLATE),
+            "spec": {"holes": 4, "solids": 1}}  # fmt: skip
+    (result,) = run_evaluation([task], lambda t, n, s: [SOLID_PLATE, PLATE][:n], pool, n=2, seed=0)
+    solid, holed = result.candidates
+    assert solid.all_checks and holed.all_checks  # both sound and asked nothing else
+    assert solid.spec_passed is False and holed.spec_passed is True
+    assert "spec" not in (solid.error_message or "")
+    summary = report([result])["modalities"]["image"]
+    assert summary["pass@1"]["spec_adherence"] == 0.5
+    text_task = {**task, "id": "words", "images": []}  # words: the spec is what they ask
+    (worded,) = run_evaluation([text_task], lambda t, n, s: [SOLID_PLATE][:n], pool, n=1, seed=0)
+    assert not worded.candidates[0].all_checks and worded.candidates[0].spec_passed is False
 
 
 @pytest.mark.slow

@@ -408,7 +408,7 @@ def _check_geometry(
         checks.update(_plausibility_checks(named, whole, domain, options))
 
     if spec:
-        checks["spec"] = _spec_check(spec, metrics, options)
+        checks["spec"] = spec_check(spec, metrics, options)
     asked = request_check(request, metrics) if request else None
     if asked is not None:
         checks["request"] = asked
@@ -452,7 +452,8 @@ def _plausibility_checks(
     return checks
 
 
-def _spec_check(spec: dict[str, Any], metrics: dict[str, Any], options: CadOptions) -> Check:
+def spec_check(spec: dict[str, Any], metrics: dict[str, Any], options: CadOptions) -> Check:
+    """The `spec` check of a built part's measured metrics (its bbox, volume and counts)."""
     tolerance = float(spec.get("tolerance", options.spec_tolerance))
     items: dict[str, dict[str, Any]] = {}
     if "bbox_mm" in spec:
