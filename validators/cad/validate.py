@@ -9,6 +9,7 @@ Checks (absent when they do not apply): `executes`, `solid`, `brep_valid`, `wate
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -452,7 +453,7 @@ def _plausibility_checks(
     return checks
 
 
-def spec_check(spec: dict[str, Any], metrics: dict[str, Any], options: CadOptions) -> Check:
+def spec_check(spec: Mapping[str, Any], metrics: Mapping[str, Any], options: CadOptions) -> Check:
     """The `spec` check of a built part's measured metrics (its bbox, volume and counts)."""
     tolerance = float(spec.get("tolerance", options.spec_tolerance))
     items: dict[str, dict[str, Any]] = {}
