@@ -24,6 +24,7 @@ from genservice.config import Settings
 from genservice.generation.fit import default_fit
 from genservice.generation.gallery import default_retrieve
 from genservice.generation.pictures import PictureError, check_picture
+from genservice.generation.sampler import default_temperature
 from genservice.store import jobs
 from genservice.store.assets import candidate_preview_key
 from genservice.store.models import TERMINAL_STATES, ApiKey, Job, Session, Version, new_id, now
@@ -250,7 +251,9 @@ async def create_generation(request: Request, service: State, key: Key) -> JobAc
         "prompt": body.prompt or (body.instruction or ""),
         "n": body.n,
         "seed": seed,
-        "temperature": body.temperature,
+        "temperature": body.temperature
+        if body.temperature is not None
+        else default_temperature(bool(images) and body.parent_version_id is None),
         "top_p": body.top_p,
         "max_new_tokens": body.max_new_tokens or service.settings.max_new_tokens,
         "instruction": body.instruction,

@@ -46,7 +46,10 @@ class GenerationCreate(Strict):
     images: list[str] = Field(default_factory=list, description="base64 PNG or JPEG images")
     n: int = Field(default=4, description="candidates to sample; the best is kept")
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
-    temperature: float = Field(default=0.8, ge=0, le=10, allow_inf_nan=False)
+    temperature: float | None = Field(
+        default=None, ge=0, le=10, allow_inf_nan=False,
+        description="0 = greedy (default: 0.4 for a new part with a picture, else 0.8)",
+    )  # fmt: skip
     top_p: float = Field(default=0.95, gt=0, le=1, allow_inf_nan=False)
     max_new_tokens: int | None = Field(
         default=None, ge=1, description="per candidate (default: the service's limit)"

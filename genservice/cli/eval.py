@@ -14,6 +14,7 @@ from genservice.generation.engine import MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT, MAX_FIT_STARTS
 from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, gallery_candidates
 from genservice.generation.pictures import read_by_model
+from genservice.generation.sampler import PICTURE_TEMPERATURE, TEMPERATURE, default_temperature
 
 # Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
 # only, so no test task is ever a training task whatever seed the training corpus used.
@@ -40,7 +41,11 @@ def add_eval_command(sub: Any) -> None:
     parser.add_argument("--domains", help="comma-separated: cad,scene,code (default all)")
     parser.add_argument("--n", type=int, default=8, help="candidates per task (default 8)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--temperature", type=float, default=0.8)
+    parser.add_argument(
+        "--temperature", type=float,
+        help=f"default as served: {PICTURE_TEMPERATURE} for a new part with a picture, else "
+        f"{TEMPERATURE}",
+    )  # fmt: skip
     parser.add_argument("--top-p", type=float, default=0.95)
     parser.add_argument("--max-new-tokens", type=int, default=768)
     parser.add_argument("--workers", type=int, help="sandbox workers")
@@ -267,6 +272,12 @@ def eval_command(args: argparse.Namespace) -> int:
             return EntryPoint(task["entry_point"])
         return EntryPoint.from_request(task["prompt"], task["entry_point"])
 
+    def temperature_for(task: dict[str, Any]) -> float:
+        # As served: cooler for a new part asked with a picture, unless the run says.
+        if args.temperature is not None:
+            return float(args.temperature)
+        return default_temperature(bool(task.get("images")) and not task.get("previous_program"))
+
     def generate(task: dict[str, Any], n: int, seed: int, messages: Any = None) -> list[str]:
         # An edit task (previous program + instruction) is asked exactly as Refine asks it; an
         # image task with its pictures, as an upload is.
@@ -282,7 +293,7 @@ def eval_command(args: argparse.Namespace) -> int:
             n=n,
             seed=seed,
             max_new_tokens=args.max_new_tokens,
-            temperature=args.temperature,
+            temperature=temperature_for(task),
             top_p=args.top_p,
             images=pictures or None,
             entry_point=steer_to(task),
@@ -365,7 +376,9 @@ def eval_command(args: argparse.Namespace) -> int:
         "task_count": len(tasks),
         "n": args.n,
         "seed": args.seed,
-        "temperature": args.temperature,
+        "temperature": args.temperature
+        if args.temperature is not None
+        else {"picture": PICTURE_TEMPERATURE, "words": TEMPERATURE},
         "top_p": args.top_p,
         "max_new_tokens": args.max_new_tokens,
         "eval_seed": EVAL_SEED,

@@ -23,6 +23,7 @@ from genservice.cli.common import UsageError, cli_device, open_pool, sandbox_lim
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT, default_fit
 from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, default_retrieve
+from genservice.generation.sampler import PICTURE_TEMPERATURE, TEMPERATURE, default_temperature
 
 EXIT_OK, EXIT_FAILED = 0, 1
 DEFAULT_FORMATS = "glb,step,stl,png"
@@ -58,7 +59,10 @@ def add_generate_command(sub: Any) -> None:
     generate.add_argument("-o", "--output", type=Path, default=Path("."), help="output directory")
     generate.add_argument("--json", action="store_true", help="print the result as JSON")
     generate.add_argument("--max-new-tokens", type=int, default=1024, help="per candidate")
-    generate.add_argument("--temperature", type=float, default=0.8, help="0 = greedy")
+    generate.add_argument(
+        "--temperature", type=float,
+        help=f"0 = greedy (default {PICTURE_TEMPERATURE} with --image, else {TEMPERATURE})",
+    )  # fmt: skip
     generate.add_argument("--top-p", type=float, default=0.95)
     generate.add_argument(
         "--formats",
@@ -210,6 +214,8 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
         raise UsageError("--seed must be a whole number >= 0")
     if not 1 <= args.max_new_tokens <= 32768:
         raise UsageError("--max-new-tokens must be between 1 and 32768")
+    if args.temperature is None:  # cooler for a new part from a picture (sampler.py)
+        args.temperature = default_temperature(bool(args.image) and args.edit is None)
     if not (math.isfinite(args.temperature) and 0 <= args.temperature <= 10):
         raise UsageError("--temperature must be in [0, 10] (0 = greedy)")
     if not (math.isfinite(args.top_p) and 0 < args.top_p <= 1):

@@ -52,6 +52,19 @@ class Completion:
     finish_reason: str  # "stop" (end token) or "length" (max_new_tokens reached)
 
 
+TEMPERATURE = 0.8  # a request in words: samples varied enough for best-of-N to choose among
+# A new part asked with a picture: the model is shown a look-alike's program to adapt, and hotter
+# samples change more of what they copy; the gallery parts beside them and the fit give the
+# best-of-N its other designs and proportions (docs/pictures.md, "Cooler samples for a picture").
+PICTURE_TEMPERATURE = 0.4
+
+
+def default_temperature(pictured: bool) -> float:
+    """The temperature a request samples at when it does not say: PICTURE_TEMPERATURE for a
+    new part asked with a picture, TEMPERATURE otherwise."""
+    return PICTURE_TEMPERATURE if pictured else TEMPERATURE
+
+
 @dataclass(frozen=True)
 class SamplingSettings:
     """How candidates are drawn; temperature 0 means greedy."""
@@ -59,7 +72,7 @@ class SamplingSettings:
     n: int = 8
     seed: int = 0
     max_new_tokens: int = 1024
-    temperature: float = 0.8
+    temperature: float = TEMPERATURE
     top_p: float = 0.95
 
     def __post_init__(self) -> None:
@@ -101,7 +114,7 @@ def sample(
     n: int = 8,
     seed: int = 0,
     max_new_tokens: int = 1024,
-    temperature: float = 0.8,
+    temperature: float = TEMPERATURE,
     top_p: float = 0.95,
     images: Sequence[Any] | None = None,
     progress: Progress | None = None,
@@ -131,7 +144,7 @@ def sample_one_at_a_time(
     n: int = 8,
     seed: int = 0,
     max_new_tokens: int = 1024,
-    temperature: float = 0.8,
+    temperature: float = TEMPERATURE,
     top_p: float = 0.95,
     images: Sequence[Any] | None = None,
     progress: Progress | None = None,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from genservice.cli import main
+from genservice.generation.sampler import PICTURE_TEMPERATURE, TEMPERATURE
 from tests.genservice.generation.tiny_models import build_causal, build_llava
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,6 +158,7 @@ def test_valid_best_is_exported_with_provenance(capsys, monkeypatch, model_dir, 
     assert generation["model_id"] == "tiny-random"
     assert generation["weights_sha256"] == weights == result["weights_sha256"]
     assert generation["seed"] == 5 and generation["sampling"]["n"] == 2
+    assert generation["sampling"]["temperature"] == TEMPERATURE  # words alone: the default
     assert generation["prompt_sha256"] == hashlib.sha256(b"a 20 x 10 x 5 box").hexdigest()
     assert manifest["digital_source_type"].endswith("trainedAlgorithmicMedia")
     assert {entry["name"] for entry in manifest["files"]} == {"best.glb", "best.stl"}
@@ -223,6 +225,7 @@ def test_a_test_split_render_comes_back_as_the_part_it_shows(tmp_path):
     result = json.loads(done.stdout)
     assert result["valid"], result["message"]
     assert "image_match" in result["report"]["checks"], "candidates are compared with the picture"
+    assert result["sampling"]["temperature"] == PICTURE_TEMPERATURE  # a new part from a picture
     # The shipped model reads look-alikes: it was shown the gallery part its checks chose.
     shown = result["look_alike"]["retrieved_from"]
     assert shown in {c.get("retrieved_from") for c in result["candidates"]}

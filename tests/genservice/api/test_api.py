@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from genservice.generation.sampler import PICTURE_TEMPERATURE
 from tests.genservice.api.service import FLANGE, Service, wait_job
 from tests.pictures import bad_pictures
 
@@ -525,6 +526,7 @@ def test_a_test_split_render_comes_back_as_the_part_it_shows(
         manifest = next(a for a in result["assets"] if a["format"] == "manifest")
         record = client.get(manifest["url"]).json()["generation"]["sampling"]
         assert record.get("retrieved_from") == answer.get("retrieved_from")
+        assert record["temperature"] == PICTURE_TEMPERATURE  # the default for a picture
         stl = next(a for a in result["assets"] if a["format"] == "stl")
         part = client.get(stl["url"])
         assert part.status_code == 200, part.text
