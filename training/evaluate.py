@@ -157,18 +157,18 @@ def _cad_scores(
     # An image task's spec holds what its reference measures (holes, solids, volume) and its
     # words do not say; serving judges a picture request by its words and picture alone. So
     # its candidates are checked as served, without the spec, and the spec only scores them.
-    spec_after = task.get("spec") if target is not None else None
-    judged_spec = None if target is not None else task.get("spec")
+    pictured = target is not None
 
     def score(program: str) -> CandidateScore:
         run = run_cad(
-            program, pool, spec=judged_spec, limits=limits, options=options,
+            program, pool, spec=None if pictured else task.get("spec"), limits=limits,
+            options=options,
             domain=task["domain"], request=request,
         )  # fmt: skip
         report = run.report
         spec = report.checks.get("spec")
-        if spec_after and "brep_valid" in report.checks:  # built a solid: measured, as judged
-            spec = spec_check(spec_after, report.metrics, options)
+        if pictured and task.get("spec") and "brep_valid" in report.checks:  # built a solid
+            spec = spec_check(task["spec"], report.metrics, options)
         asked = report.checks.get("request")
         base = [report.checks.get(name) for name in BASE_CHECKS]
         result = CandidateScore(

@@ -253,7 +253,7 @@ async def create_generation(request: Request, service: State, key: Key) -> JobAc
         "seed": seed,
         "temperature": body.temperature
         if body.temperature is not None
-        else default_temperature(bool(images) and body.parent_version_id is None),
+        else default_temperature(bool(images), edit=body.parent_version_id is not None),
         "top_p": body.top_p,
         "max_new_tokens": body.max_new_tokens or service.settings.max_new_tokens,
         "instruction": body.instruction,

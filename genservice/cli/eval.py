@@ -276,7 +276,8 @@ def eval_command(args: argparse.Namespace) -> int:
         # As served: cooler for a new part asked with a picture, unless the run says.
         if args.temperature is not None:
             return float(args.temperature)
-        return default_temperature(bool(task.get("images")) and not task.get("previous_program"))
+        edit = task.get("previous_program") is not None
+        return default_temperature(bool(task.get("images")), edit=edit)
 
     def generate(task: dict[str, Any], n: int, seed: int, messages: Any = None) -> list[str]:
         # An edit task (previous program + instruction) is asked exactly as Refine asks it; an

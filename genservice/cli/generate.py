@@ -215,7 +215,7 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
     if not 1 <= args.max_new_tokens <= 32768:
         raise UsageError("--max-new-tokens must be between 1 and 32768")
     if args.temperature is None:  # cooler for a new part from a picture (sampler.py)
-        args.temperature = default_temperature(bool(args.image) and args.edit is None)
+        args.temperature = default_temperature(bool(args.image), edit=args.edit is not None)
     if not (math.isfinite(args.temperature) and 0 <= args.temperature <= 10):
         raise UsageError("--temperature must be in [0, 10] (0 = greedy)")
     if not (math.isfinite(args.top_p) and 0 < args.top_p <= 1):

@@ -59,10 +59,10 @@ TEMPERATURE = 0.8  # a request in words: samples varied enough for best-of-N to 
 PICTURE_TEMPERATURE = 0.4
 
 
-def default_temperature(pictured: bool) -> float:
+def default_temperature(pictured: bool, edit: bool = False) -> float:
     """The temperature a request samples at when it does not say: PICTURE_TEMPERATURE for a
-    new part asked with a picture, TEMPERATURE otherwise."""
-    return PICTURE_TEMPERATURE if pictured else TEMPERATURE
+    new part asked with a picture, TEMPERATURE otherwise (words alone, or an edit)."""
+    return PICTURE_TEMPERATURE if pictured and not edit else TEMPERATURE
 
 
 @dataclass(frozen=True)
