@@ -237,6 +237,7 @@ def generation_request(rt: Runtime, job: Job, with_images: bool = True) -> Any:
         max_new_tokens=r["max_new_tokens"],
         temperature=r["temperature"],
         top_p=r["top_p"],
+        greedy_first=bool(r.get("greedy_first", False)),
         images=images,
         previous_program=previous,
         instruction=r.get("instruction") if previous is not None else None,

@@ -9,11 +9,12 @@ scores the candidates afterwards and never chooses among them. The reference is 
 afterwards, only to score: volumetric IoU and Chamfer distance (×10³) of every valid candidate.
 
 Reported per family and overall:
-- CAD/scene at pass@1 (over all N samples, i.e. the expected quality of one sample): invalidity
-  ratio, spec adherence, request adherence (of tasks whose words ask something: the share of
-  samples with sound geometry that matches it; invalid ones count as missing it), IoU over
-  valid outputs and with invalid ones counted as 0 (median and mean), Chamfer ×10³ over valid
-  outputs (median and mean);
+- CAD/scene at pass@1 (over all N samples, i.e. the expected quality of one sample; where
+  candidate 0 was decoded greedily, as a new part asked with a picture is, that candidate
+  alone): invalidity ratio, spec adherence, request adherence (of tasks whose words ask
+  something: the share of samples with sound geometry that matches it; invalid ones count as
+  missing it), IoU over valid outputs and with invalid ones counted as 0 (median and mean),
+  Chamfer ×10³ over valid outputs (median and mean);
 - the same for the best of N selected by the validators;
 - code: pass@1 (unbiased estimate from N samples) and pass@N.
 
@@ -105,6 +106,9 @@ class TaskResult:
     best: int
     programs: list[str] = field(default_factory=list)
     modality: str = "text"  # "image" when the task is asked with a picture
+    # candidate 0 was decoded greedily (sampler.default_greedy_first): @1 is then that
+    # candidate, not the mean over samples drawn alike
+    greedy_first: bool = False
     # after repair (when asked): per sample, the best of its repair chain; the best of N after
     # its repair rounds; and the repair rounds each used (0: it passed without one)
     after_one: list[CandidateScore] | None = None
@@ -502,7 +506,7 @@ def summarise(results: list[TaskResult]) -> dict[str, Any]:
     code = [r for r in results if r.domain == "code"]
     out: dict[str, Any] = {"tasks": len(results)}
     if cad:
-        samples = [c for r in cad for c in r.candidates]
+        samples = [c for r in cad for c in _first_candidates(r)]
         best = [r.candidates[r.best] for r in cad]
         out["pass@1"] = _cad_metrics(samples)
         out[f"best_of_{len(cad[0].candidates)}"] = _cad_metrics(best)
@@ -540,6 +544,12 @@ def summarise(results: list[TaskResult]) -> dict[str, Any]:
         )
         out[f"code_pass@{n}"] = statistics.fmean(any(c.valid for c in r.candidates) for r in code)
     return out
+
+
+def _first_candidates(result: TaskResult) -> list[CandidateScore]:
+    """What @1 is measured on: the greedy first candidate where there is one, else every
+    sample (drawn alike, each is an unbiased draw of the first)."""
+    return result.candidates[:1] if result.greedy_first else result.candidates
 
 
 def _cad_metrics(scores: list[CandidateScore]) -> dict[str, Any]:
@@ -588,15 +598,16 @@ def _cad_metrics(scores: list[CandidateScore]) -> dict[str, Any]:
 
 def _repair_metrics(results: list[TaskResult]) -> dict[str, Any]:
     """The after-repair metrics of a group, and how often repair was needed and fixed it."""
-    ones = [c for r in results for c in r.after_one or []]
-    rounds = [k for r in results for k in r.rounds_one]
-    needed_one = [k > 0 for k in rounds]
-    fixed_one = [
-        after.all_checks
+    chains = [  # (rounds, after) per sample that @1 is measured on (_first_candidates)
+        pair
         for r in results
-        for k, after in zip(r.rounds_one, r.after_one or [], strict=True)
-        if k > 0
+        for pair in list(zip(r.rounds_one, r.after_one or [], strict=True))[
+            : 1 if r.greedy_first else None
+        ]
     ]
+    ones = [after for _, after in chains]
+    needed_one = [k > 0 for k, _ in chains]
+    fixed_one = [after.all_checks for k, after in chains if k > 0]
     needed_best = [r.rounds_best > 0 for r in results]
     fixed_best = [bool(r.after_best and r.after_best.all_checks) for r in results if r.rounds_best]
     return {
@@ -644,16 +655,19 @@ def run_evaluation(
     fit: int = 0,
     retrieve: RetrieveFn | None = None,
     fit_starts: int = FIT_STARTS,
+    greedy_first: Callable[[dict[str, Any]], bool] | None = None,
 ) -> list[TaskResult]:
     """Generate N candidates per task and score them (then, with `rounds` of `repair`, repair
     the failing ones of CAD and scene tasks: repair_task; with `retrieve`, add an image task's
     gallery parts: retrieve_task; and with `fit` rounds, fit the best of an image task to its
-    picture: fit_task, from up to `fit_starts` of its best candidates)."""
+    picture: fit_task, from up to `fit_starts` of its best candidates). `greedy_first` says
+    which tasks' candidate 0 `generate` decoded greedily (their @1 is that candidate)."""
     items = list(tasks)
     results = []
     for index, task in enumerate(items):
         programs = generate(task, n, seed)
         result = evaluate_task(task, programs, pool, limits)
+        result.greedy_first = greedy_first is not None and greedy_first(task)
         if repair is not None and rounds > 0 and task["domain"] in REPAIR_DOMAINS:
             repair_task(task, result, repair, rounds, seed, pool, limits)
         if retrieve is not None and task.get("images") and task["domain"] in REPAIR_DOMAINS:

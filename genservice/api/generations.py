@@ -24,7 +24,7 @@ from genservice.config import Settings
 from genservice.generation.fit import default_fit
 from genservice.generation.gallery import default_retrieve
 from genservice.generation.pictures import PictureError, check_picture
-from genservice.generation.sampler import default_temperature
+from genservice.generation.sampler import default_greedy_first, default_temperature
 from genservice.store import jobs
 from genservice.store.assets import candidate_preview_key
 from genservice.store.models import TERMINAL_STATES, ApiKey, Job, Session, Version, new_id, now
@@ -255,6 +255,9 @@ async def create_generation(request: Request, service: State, key: Key) -> JobAc
         if body.temperature is not None
         else default_temperature(bool(images), edit=body.parent_version_id is not None),
         "top_p": body.top_p,
+        "greedy_first": body.greedy_first
+        if body.greedy_first is not None
+        else default_greedy_first(bool(images), edit=body.parent_version_id is not None),
         "max_new_tokens": body.max_new_tokens or service.settings.max_new_tokens,
         "instruction": body.instruction,
         "spec": body.spec,

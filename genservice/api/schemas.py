@@ -51,6 +51,11 @@ class GenerationCreate(Strict):
         description="0 = greedy (default: 0.4 for a new part with a picture, else 0.8)",
     )  # fmt: skip
     top_p: float = Field(default=0.95, gt=0, le=1, allow_inf_nan=False)
+    greedy_first: bool | None = Field(
+        default=None,
+        description="decode the first candidate greedily (default: true for a new part with a "
+        "picture, else false)",
+    )
     max_new_tokens: int | None = Field(
         default=None, ge=1, description="per candidate (default: the service's limit)"
     )

@@ -14,7 +14,12 @@ from genservice.generation.engine import MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT, MAX_FIT_STARTS
 from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, gallery_candidates
 from genservice.generation.pictures import read_by_model
-from genservice.generation.sampler import PICTURE_TEMPERATURE, TEMPERATURE, default_temperature
+from genservice.generation.sampler import (
+    PICTURE_TEMPERATURE,
+    TEMPERATURE,
+    default_greedy_first,
+    default_temperature,
+)
 
 # Evaluation tasks are drawn with their own seed; the split of a task depends on its parameters
 # only, so no test task is ever a training task whatever seed the training corpus used.
@@ -47,6 +52,11 @@ def add_eval_command(sub: Any) -> None:
         f"{TEMPERATURE}",
     )  # fmt: skip
     parser.add_argument("--top-p", type=float, default=0.95)
+    parser.add_argument(
+        "--greedy-first", action=argparse.BooleanOptionalAction, default=None,
+        help="decode each task's first candidate greedily (default as served: for a new part "
+        "with a picture); @1 is then that candidate",
+    )  # fmt: skip
     parser.add_argument("--max-new-tokens", type=int, default=768)
     parser.add_argument("--workers", type=int, help="sandbox workers")
     parser.add_argument(
@@ -279,6 +289,13 @@ def eval_command(args: argparse.Namespace) -> int:
         edit = task.get("previous_program") is not None
         return default_temperature(bool(task.get("images")), edit=edit)
 
+    def greedy_first_for(task: dict[str, Any]) -> bool:
+        # As served: a new part asked with a picture gets the model's best reading first.
+        if args.greedy_first is not None:
+            return bool(args.greedy_first)
+        edit = task.get("previous_program") is not None
+        return default_greedy_first(bool(task.get("images")), edit=edit)
+
     def generate(task: dict[str, Any], n: int, seed: int, messages: Any = None) -> list[str]:
         # An edit task (previous program + instruction) is asked exactly as Refine asks it; an
         # image task with its pictures, as an upload is.
@@ -296,6 +313,7 @@ def eval_command(args: argparse.Namespace) -> int:
             max_new_tokens=args.max_new_tokens,
             temperature=temperature_for(task),
             top_p=args.top_p,
+            greedy_first=greedy_first_for(task),
             images=pictures or None,
             entry_point=steer_to(task),
         )
@@ -366,6 +384,7 @@ def eval_command(args: argparse.Namespace) -> int:
                 fit=args.fit,
                 retrieve=retrieve if args.retrieve else None,
                 fit_starts=args.fit_starts,
+                greedy_first=greedy_first_for,
             )
     finally:  # the module's own setting again, for whatever runs next in this process
         fit_module.HOLD_CAMERA = held
@@ -381,6 +400,9 @@ def eval_command(args: argparse.Namespace) -> int:
         if args.temperature is not None
         else {"picture": PICTURE_TEMPERATURE, "words": TEMPERATURE},
         "top_p": args.top_p,
+        "greedy_first": args.greedy_first
+        if args.greedy_first is not None
+        else {"picture": True, "words": False},
         "max_new_tokens": args.max_new_tokens,
         "eval_seed": EVAL_SEED,
         "per_family": args.per_family,

@@ -23,7 +23,12 @@ from genservice.cli.common import UsageError, cli_device, open_pool, sandbox_lim
 from genservice.generation.engine import DEFAULT_REPAIR, MAX_REPAIR
 from genservice.generation.fit import DEFAULT_FIT, FIT_STARTS, MAX_FIT, default_fit
 from genservice.generation.gallery import MAX_RETRIEVE, RETRIEVE_DEFAULT, default_retrieve
-from genservice.generation.sampler import PICTURE_TEMPERATURE, TEMPERATURE, default_temperature
+from genservice.generation.sampler import (
+    PICTURE_TEMPERATURE,
+    TEMPERATURE,
+    default_greedy_first,
+    default_temperature,
+)
 
 EXIT_OK, EXIT_FAILED = 0, 1
 DEFAULT_FORMATS = "glb,step,stl,png"
@@ -64,6 +69,10 @@ def add_generate_command(sub: Any) -> None:
         help=f"0 = greedy (default {PICTURE_TEMPERATURE} with --image, else {TEMPERATURE})",
     )  # fmt: skip
     generate.add_argument("--top-p", type=float, default=0.95)
+    generate.add_argument(
+        "--greedy-first", action=argparse.BooleanOptionalAction, default=None,
+        help="decode the first candidate greedily (default: on with --image, else off)",
+    )  # fmt: skip
     generate.add_argument(
         "--formats",
         help=f"export formats for a valid cad/scene program (default {DEFAULT_FORMATS})",
@@ -220,6 +229,8 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
         raise UsageError("--temperature must be in [0, 10] (0 = greedy)")
     if not (math.isfinite(args.top_p) and 0 < args.top_p <= 1):
         raise UsageError("--top-p must be in (0, 1]")
+    if args.greedy_first is None:  # the model's best reading of a picture comes first
+        args.greedy_first = default_greedy_first(bool(args.image), edit=args.edit is not None)
     if not 0 <= args.repair <= MAX_REPAIR:
         raise UsageError(f"--repair must be between 0 and {MAX_REPAIR}")
     fit = args.fit if args.fit is not None else default_fit(bool(args.image))
@@ -238,6 +249,7 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
         "max_new_tokens": args.max_new_tokens,
         "temperature": args.temperature,
         "top_p": args.top_p,
+        "greedy_first": args.greedy_first,
         "previous_program": previous,
         "instruction": args.instruction,
         "repair": args.repair,

@@ -43,6 +43,7 @@ class GenerationRequest:
     max_new_tokens: int = 1024
     temperature: float = 0.8
     top_p: float = 0.95
+    greedy_first: bool = False  # candidate 0 decoded greedily (sampler.default_greedy_first)
     images: tuple[Any, ...] = ()
     previous_program: str | None = None
     instruction: str | None = None
@@ -89,7 +90,12 @@ class GenerationRequest:
     def sampling(self) -> SamplingSettings:
         """The sampling settings of this request."""
         return SamplingSettings(
-            self.n, self.seed, self.max_new_tokens, self.temperature, self.top_p
+            self.n,
+            self.seed,
+            self.max_new_tokens,
+            self.temperature,
+            self.top_p,
+            self.greedy_first,
         )
 
 
@@ -240,6 +246,7 @@ def sample_programs(
         max_new_tokens=settings.max_new_tokens,
         temperature=settings.temperature,
         top_p=settings.top_p,
+        greedy_first=settings.greedy_first,
         images=shown or None,
         progress=lambda done, total: notify("generating", done, total),
         entry_point=(

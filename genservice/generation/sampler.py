@@ -10,7 +10,9 @@ times.
 Randomness is per candidate: candidate i draws from its own torch.Generator seeded from
 (seed, i), never from the global RNG. So the same seed gives the same candidates, candidate i
 does not depend on N, and `sample_one_at_a_time` (the slow reference: one prefill and one decode
-per candidate) gives the same candidates as `sample`.
+per candidate) gives the same candidates as `sample`. With `greedy_first`, candidate 0 takes
+the most likely token at every step (the model's single best reading) and the others sample as
+usual, so best-of-N keeps its spread while the first candidate is the one most worth serving.
 
 Given a code request's `entry_point`, a candidate that defines no top-level function of that name
 (with the arguments the request states) is steered (entry_point.py): its reply is cut at that
@@ -65,15 +67,23 @@ def default_temperature(pictured: bool, edit: bool = False) -> float:
     return PICTURE_TEMPERATURE if pictured and not edit else TEMPERATURE
 
 
+def default_greedy_first(pictured: bool, edit: bool = False) -> bool:
+    """Whether candidate 0 is decoded greedily when a request does not say: for a new part
+    asked with a picture, whose most likely reading adapts the look-alike most faithfully
+    (docs/pictures.md, "The first candidate decoded greedily"); not for words or edits."""
+    return pictured and not edit
+
+
 @dataclass(frozen=True)
 class SamplingSettings:
-    """How candidates are drawn; temperature 0 means greedy."""
+    """How candidates are drawn; temperature 0 means greedy, `greedy_first` candidate 0 alone."""
 
     n: int = 8
     seed: int = 0
     max_new_tokens: int = 1024
     temperature: float = TEMPERATURE
     top_p: float = 0.95
+    greedy_first: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.n <= 256:
@@ -95,6 +105,7 @@ class SamplingSettings:
             "max_new_tokens": self.max_new_tokens,
             "temperature": self.temperature,
             "top_p": self.top_p,
+            "greedy_first": self.greedy_first,
         }
 
 
@@ -119,12 +130,13 @@ def sample(
     images: Sequence[Any] | None = None,
     progress: Progress | None = None,
     entry_point: EntryPoint | None = None,
+    greedy_first: bool = False,
 ) -> list[Completion]:
     """N candidates for one prompt: one prefill, KV cache shared, decoded as one batch.
 
     With `entry_point` (code), a candidate that does not define that function is steered to.
     """
-    settings = SamplingSettings(n, seed, max_new_tokens, temperature, top_p)
+    settings = SamplingSettings(n, seed, max_new_tokens, temperature, top_p, greedy_first)
     import torch
 
     with loaded.lock, torch.inference_mode():
@@ -149,9 +161,10 @@ def sample_one_at_a_time(
     images: Sequence[Any] | None = None,
     progress: Progress | None = None,
     entry_point: EntryPoint | None = None,
+    greedy_first: bool = False,
 ) -> list[Completion]:
     """Reference for `sample`: each candidate gets its own prefill and decode (slow)."""
-    settings = SamplingSettings(n, seed, max_new_tokens, temperature, top_p)
+    settings = SamplingSettings(n, seed, max_new_tokens, temperature, top_p, greedy_first)
     import torch
 
     completions = []
@@ -288,7 +301,8 @@ def _decode(
             ]
             if first:
                 logits[first] = after_forced(logits[first])
-        chosen = _choose(logits, [generators[slot] for slot in active], settings, fixed)
+        greedy = [settings.greedy_first and indices[slot] == 0 for slot in active]
+        chosen = _choose(logits, [generators[slot] for slot in active], settings, fixed, greedy)
         picked = torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None])[:, 0].tolist()
         finished = torch.isin(chosen, eos).tolist()
         keep: list[int] = []
@@ -396,9 +410,11 @@ def _choose(
     generators: list[Any],
     settings: SamplingSettings,
     fixed: list[int | None] | None = None,
+    greedy: list[bool] | None = None,
 ) -> Any:
-    """Next token per row: the row's fixed token if it has one, else argmax at temperature 0,
-    else top-p sampling with the row's generator (drawn from only when it samples)."""
+    """Next token per row: the row's fixed token if it has one, else argmax at temperature 0
+    or where `greedy` marks the row, else top-p sampling with the row's generator (drawn from
+    only when it samples)."""
     import torch
 
     if settings.temperature == 0:
@@ -416,11 +432,14 @@ def _choose(
         ordered = ordered.masked_fill(before >= settings.top_p, 0.0)
         probs = torch.zeros_like(probs).scatter(1, order, ordered)
     fixed = fixed or [None] * len(generators)
+    greedy = greedy or [False] * len(generators)
     picks = [
-        torch.multinomial(row, 1, generator=generator)
-        if token is None
-        else torch.tensor([token], device=logits.device)
-        for row, generator, token in zip(probs, generators, fixed, strict=True)
+        torch.tensor([token], device=logits.device)
+        if token is not None
+        else row.argmax(dim=-1, keepdim=True)
+        if argmax
+        else torch.multinomial(row, 1, generator=generator)
+        for row, generator, token, argmax in zip(probs, generators, fixed, greedy, strict=True)
     ]
     return torch.cat(picks)
 

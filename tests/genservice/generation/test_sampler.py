@@ -73,6 +73,24 @@ def test_sampled_batched_equals_one_at_a_time(causal):
         assert fast.logprob_sum == pytest.approx(reference.logprob_sum, abs=1e-3)
 
 
+def test_greedy_first_is_the_greedy_reading_and_the_rest_sample_as_before(causal):
+    kwargs = {"n": 4, "seed": 11, "max_new_tokens": TOKENS, "temperature": 1.0}
+    first = sample(causal, MESSAGES, **kwargs, greedy_first=True)
+    greedy = sample(causal, MESSAGES, n=1, seed=11, max_new_tokens=TOKENS, temperature=0)[0]
+    sampled = sample(causal, MESSAGES, **kwargs)
+    assert first[0].tokens == greedy.tokens
+    assert _tokens(first)[1:] == _tokens(sampled)[1:]  # candidate i > 0 is unchanged
+    assert _tokens(first) != _tokens(sampled)  # and candidate 0 is not a sample
+    slow = sample_one_at_a_time(causal, MESSAGES, **kwargs, greedy_first=True)
+    assert _tokens(first) == _tokens(slow)
+
+
+def test_greedy_first_is_recorded_with_the_settings():
+    settings = SamplingSettings(n=4, temperature=0.4, greedy_first=True)
+    assert settings.to_dict()["greedy_first"] is True
+    assert SamplingSettings().to_dict()["greedy_first"] is False
+
+
 def test_rows_that_end_early_leave_the_batch(causal):
     """With many end tokens, candidates stop at different steps; the shrinking batch is exact."""
     vocab = causal.model.config.vocab_size
