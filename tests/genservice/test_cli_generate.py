@@ -137,7 +137,7 @@ def test_valid_best_is_exported_with_provenance(capsys, monkeypatch, model_dir, 
 
     def scripted(
         loaded, messages, n, seed, max_new_tokens, temperature, top_p, images, progress,
-        entry_point,
+        entry_point, greedy_first,
     ):  # fmt: skip
         return [Completion(text, (), 0.0, "stop") for text in ["oops(", BOX][:n]]
 
@@ -159,6 +159,7 @@ def test_valid_best_is_exported_with_provenance(capsys, monkeypatch, model_dir, 
     assert generation["weights_sha256"] == weights == result["weights_sha256"]
     assert generation["seed"] == 5 and generation["sampling"]["n"] == 2
     assert generation["sampling"]["temperature"] == TEMPERATURE  # words alone: the default
+    assert generation["sampling"]["greedy_first"] is False  # words alone: every candidate sampled
     assert generation["prompt_sha256"] == hashlib.sha256(b"a 20 x 10 x 5 box").hexdigest()
     assert manifest["digital_source_type"].endswith("trainedAlgorithmicMedia")
     assert {entry["name"] for entry in manifest["files"]} == {"best.glb", "best.stl"}
@@ -226,6 +227,7 @@ def test_a_test_split_render_comes_back_as_the_part_it_shows(tmp_path):
     assert result["valid"], result["message"]
     assert "image_match" in result["report"]["checks"], "candidates are compared with the picture"
     assert result["sampling"]["temperature"] == PICTURE_TEMPERATURE  # a new part from a picture
+    assert result["sampling"]["greedy_first"] is True  # its first candidate the greedy reading
     # The shipped model reads look-alikes: it was shown the gallery part its checks chose.
     shown = result["look_alike"]["retrieved_from"]
     assert shown in {c.get("retrieved_from") for c in result["candidates"]}

@@ -113,6 +113,21 @@ def test_request_adherence_at_1_and_of_the_best(pool):
     assert "| tall | 1 | 25.0 % |" in table
 
 
+def test_at_1_is_the_greedy_first_candidate_where_it_was_decoded_greedily(pool):
+    # Candidate 0 of a picture task is the model's greedy reading (as served): @1 is that
+    # candidate, not the mean over the samples drawn after it; other tasks keep the mean.
+    programs = [SOLID_PLATE, BROKEN, BROKEN, BROKEN]
+    greedy = run_evaluation([CAD_TASK], lambda t, n, s: programs[:n], pool, n=4, seed=0,
+                            greedy_first=lambda task: True)  # fmt: skip
+    sampled = run_evaluation([CAD_TASK], lambda t, n, s: programs[:n], pool, n=4, seed=0)
+    assert greedy[0].greedy_first and not sampled[0].greedy_first
+    first = summarise(greedy)["pass@1"]
+    mean = summarise(sampled)["pass@1"]
+    assert first["samples"] == 1 and first["invalidity"] == 0.0
+    assert mean["samples"] == 4 and mean["invalidity"] == pytest.approx(0.75)
+    assert summarise(greedy)["best_of_4"] == summarise(sampled)["best_of_4"]
+
+
 def test_repair_rounds_are_measured_before_and_after(pool, tmp_path):
     """A repair function that fixes what it is shown: the broken sample and the failing best
     are fed back with their errors, and the after-repair figures count the fix."""

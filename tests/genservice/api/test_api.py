@@ -527,6 +527,7 @@ def test_a_test_split_render_comes_back_as_the_part_it_shows(
         record = client.get(manifest["url"]).json()["generation"]["sampling"]
         assert record.get("retrieved_from") == answer.get("retrieved_from")
         assert record["temperature"] == PICTURE_TEMPERATURE  # the default for a picture
+        assert record["greedy_first"] is True  # and its first candidate decoded greedily
         stl = next(a for a in result["assets"] if a["format"] == "stl")
         part = client.get(stl["url"])
         assert part.status_code == 200, part.text

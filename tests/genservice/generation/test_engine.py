@@ -19,9 +19,10 @@ FENCED = f"```python\n{BOX}```"
 def _scripted(texts: list[str], seen: dict):
     def fake_sample(
         loaded, messages, n, seed, max_new_tokens, temperature, top_p, images, progress,
-        entry_point,
+        entry_point, greedy_first,
     ):  # fmt: skip
-        seen.update(messages=messages, n=n, seed=seed, images=images, entry_point=entry_point)
+        seen.update(messages=messages, n=n, seed=seed, images=images, entry_point=entry_point,
+                    greedy_first=greedy_first)  # fmt: skip
         progress(n, n)
         return [Completion(t, (1, 2), -1.0, "stop") for t in texts[:n]]
 
@@ -100,6 +101,15 @@ def test_a_code_request_steers_to_its_entry_point(monkeypatch, causal, pool):
     result = generate(request, causal, pool)
     assert result.valid, result.report.error
     assert seen["entry_point"] == EntryPoint("chunk", "items, size")
+
+
+def test_greedy_first_reaches_the_sampler_and_the_record(monkeypatch, causal, pool):
+    seen: dict = {}
+    monkeypatch.setattr(engine, "sample", _scripted([BOX, BOX], seen))
+    result = generate(GenerationRequest("a box", n=2, greedy_first=True), causal, pool)
+    assert seen["greedy_first"] is True and result.sampling["greedy_first"] is True
+    generate(GenerationRequest("a box", n=2), causal, pool)
+    assert seen["greedy_first"] is False  # off unless asked (the CLI and API ask for pictures)
 
 
 def test_an_edit_puts_the_previous_program_in_the_prompt(monkeypatch, causal, pool):
