@@ -638,7 +638,13 @@ def report(results: list[TaskResult]) -> dict[str, Any]:
         "families": {f: summarise([r for r in results if r.family == f]) for f in families},
         "selection": "best of N chosen by the validators' blind reward (spec and the request's "
         "own words only, never the reference; a picture task as served: its words and picture, "
-        "the spec only scored); IoU and Chamfer use the reference only to score",
+        "the spec only scored); IoU and Chamfer use the reference only to score"
+        + (
+            "; @1 of a task whose first candidate was decoded greedily (a picture task, as "
+            "served) is that candidate, else the mean over the samples"
+            if any(r.greedy_first for r in results)
+            else ""
+        ),
     }
 
 

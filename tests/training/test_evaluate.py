@@ -126,6 +126,8 @@ def test_at_1_is_the_greedy_first_candidate_where_it_was_decoded_greedily(pool):
     assert first["samples"] == 1 and first["invalidity"] == 0.0
     assert mean["samples"] == 4 and mean["invalidity"] == pytest.approx(0.75)
     assert summarise(greedy)["best_of_4"] == summarise(sampled)["best_of_4"]
+    assert "decoded greedily" in report(greedy)["selection"]
+    assert "decoded greedily" not in report(sampled)["selection"]
 
 
 def test_repair_rounds_are_measured_before_and_after(pool, tmp_path):
