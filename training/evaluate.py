@@ -506,7 +506,7 @@ def summarise(results: list[TaskResult]) -> dict[str, Any]:
     code = [r for r in results if r.domain == "code"]
     out: dict[str, Any] = {"tasks": len(results)}
     if cad:
-        samples = [c for r in cad for c in _first_candidates(r)]
+        samples = [c for r in cad for c in _at_one(r, r.candidates)]
         best = [r.candidates[r.best] for r in cad]
         out["pass@1"] = _cad_metrics(samples)
         out[f"best_of_{len(cad[0].candidates)}"] = _cad_metrics(best)
@@ -546,10 +546,10 @@ def summarise(results: list[TaskResult]) -> dict[str, Any]:
     return out
 
 
-def _first_candidates(result: TaskResult) -> list[CandidateScore]:
-    """What @1 is measured on: the greedy first candidate where there is one, else every
-    sample (drawn alike, each is an unbiased draw of the first)."""
-    return result.candidates[:1] if result.greedy_first else result.candidates
+def _at_one(result: TaskResult, per_sample: list[Any]) -> list[Any]:
+    """Of a per-sample list, what @1 is measured on: the greedy first candidate's entry where
+    there is one, else every sample's (drawn alike, each is an unbiased draw of the first)."""
+    return per_sample[:1] if result.greedy_first else per_sample
 
 
 def _cad_metrics(scores: list[CandidateScore]) -> dict[str, Any]:
@@ -598,12 +598,10 @@ def _cad_metrics(scores: list[CandidateScore]) -> dict[str, Any]:
 
 def _repair_metrics(results: list[TaskResult]) -> dict[str, Any]:
     """The after-repair metrics of a group, and how often repair was needed and fixed it."""
-    chains = [  # (rounds, after) per sample that @1 is measured on (_first_candidates)
+    chains = [  # (rounds, after) of each sample that @1 is measured on
         pair
         for r in results
-        for pair in list(zip(r.rounds_one, r.after_one or [], strict=True))[
-            : 1 if r.greedy_first else None
-        ]
+        for pair in _at_one(r, list(zip(r.rounds_one, r.after_one or [], strict=True)))
     ]
     ones = [after for _, after in chains]
     needed_one = [k > 0 for k, _ in chains]

@@ -247,17 +247,18 @@ async def create_generation(request: Request, service: State, key: Key) -> JobAc
     check_quota(service, key)
     session_id = _session_for(service, key, body)
     seed = body.seed if body.seed is not None else int.from_bytes(os.urandom(4), "big") >> 1
+    pictured, edit = bool(images), body.parent_version_id is not None  # sampling defaults
     stored: dict[str, Any] = {
         "prompt": body.prompt or (body.instruction or ""),
         "n": body.n,
         "seed": seed,
         "temperature": body.temperature
         if body.temperature is not None
-        else default_temperature(bool(images), edit=body.parent_version_id is not None),
+        else default_temperature(pictured, edit=edit),
         "top_p": body.top_p,
         "greedy_first": body.greedy_first
         if body.greedy_first is not None
-        else default_greedy_first(bool(images), edit=body.parent_version_id is not None),
+        else default_greedy_first(pictured, edit=edit),
         "max_new_tokens": body.max_new_tokens or service.settings.max_new_tokens,
         "instruction": body.instruction,
         "spec": body.spec,

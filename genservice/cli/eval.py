@@ -282,19 +282,22 @@ def eval_command(args: argparse.Namespace) -> int:
             return EntryPoint(task["entry_point"])
         return EntryPoint.from_request(task["prompt"], task["entry_point"])
 
+    def new_picture(task: dict[str, Any]) -> bool:
+        # Serving's sampling defaults differ for a new part asked with a picture.
+        return bool(task.get("images")) and task.get("previous_program") is None
+
     def temperature_for(task: dict[str, Any]) -> float:
-        # As served: cooler for a new part asked with a picture, unless the run says.
+        # As served (cooler for a new part with a picture), unless the run says.
         if args.temperature is not None:
             return float(args.temperature)
-        edit = task.get("previous_program") is not None
-        return default_temperature(bool(task.get("images")), edit=edit)
+        return default_temperature(new_picture(task))
 
     def greedy_first_for(task: dict[str, Any]) -> bool:
-        # As served: a new part asked with a picture gets the model's best reading first.
+        # As served (the model's best reading first for a new part with a picture), unless
+        # the run says.
         if args.greedy_first is not None:
             return bool(args.greedy_first)
-        edit = task.get("previous_program") is not None
-        return default_greedy_first(bool(task.get("images")), edit=edit)
+        return default_greedy_first(new_picture(task))
 
     def generate(task: dict[str, Any], n: int, seed: int, messages: Any = None) -> list[str]:
         # An edit task (previous program + instruction) is asked exactly as Refine asks it; an
@@ -398,11 +401,11 @@ def eval_command(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "temperature": args.temperature
         if args.temperature is not None
-        else {"picture": PICTURE_TEMPERATURE, "words": TEMPERATURE},
+        else {"picture": default_temperature(True), "words": default_temperature(False)},
         "top_p": args.top_p,
         "greedy_first": args.greedy_first
         if args.greedy_first is not None
-        else {"picture": True, "words": False},
+        else {"picture": default_greedy_first(True), "words": default_greedy_first(False)},
         "max_new_tokens": args.max_new_tokens,
         "eval_seed": EVAL_SEED,
         "per_family": args.per_family,

@@ -223,14 +223,15 @@ def _check_args(args: argparse.Namespace) -> tuple[dict[str, Any], tuple[str, ..
         raise UsageError("--seed must be a whole number >= 0")
     if not 1 <= args.max_new_tokens <= 32768:
         raise UsageError("--max-new-tokens must be between 1 and 32768")
-    if args.temperature is None:  # cooler for a new part from a picture (sampler.py)
-        args.temperature = default_temperature(bool(args.image), edit=args.edit is not None)
+    pictured, edit = bool(args.image), args.edit is not None  # sampling defaults (sampler.py)
+    if args.temperature is None:  # cooler for a new part from a picture
+        args.temperature = default_temperature(pictured, edit=edit)
     if not (math.isfinite(args.temperature) and 0 <= args.temperature <= 10):
         raise UsageError("--temperature must be in [0, 10] (0 = greedy)")
     if not (math.isfinite(args.top_p) and 0 < args.top_p <= 1):
         raise UsageError("--top-p must be in (0, 1]")
     if args.greedy_first is None:  # the model's best reading of a picture comes first
-        args.greedy_first = default_greedy_first(bool(args.image), edit=args.edit is not None)
+        args.greedy_first = default_greedy_first(pictured, edit=edit)
     if not 0 <= args.repair <= MAX_REPAIR:
         raise UsageError(f"--repair must be between 0 and {MAX_REPAIR}")
     fit = args.fit if args.fit is not None else default_fit(bool(args.image))

@@ -301,7 +301,7 @@ def _decode(
             ]
             if first:
                 logits[first] = after_forced(logits[first])
-        greedy = [settings.greedy_first and indices[slot] == 0 for slot in active]
+        greedy = [indices[slot] == 0 for slot in active] if settings.greedy_first else None
         chosen = _choose(logits, [generators[slot] for slot in active], settings, fixed, greedy)
         picked = torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None])[:, 0].tolist()
         finished = torch.isin(chosen, eos).tolist()
